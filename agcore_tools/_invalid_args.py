@@ -19,8 +19,9 @@ from pydantic_core.core_schema import ErrorType
 
 from .error import InvalidArgumentsError
 from .schema._argplan import EXTRA_KEY
+from .schema._problems import join_problems
 
-__all__ = ["invalid_arguments", "reason", "unknown_keys_error", "validation_problems"]
+__all__ = ["invalid_arguments", "unknown_keys_error", "validation_problems"]
 
 Problems = list[tuple[str, str]]
 
@@ -73,26 +74,9 @@ def validation_problems(exc: ValidationError) -> tuple[Problems, Problems, int]:
     return problems, bare, unknown
 
 
-def reason(problems: Problems) -> str:
-    """The problems as one reason: ``field: problem; ...``, the first
-    :attr:`InvalidArgumentsError.LISTED <agcore_tools.InvalidArgumentsError.LISTED>` of
-    them, then how many more (a list of 100,000 bad items made a message of megabytes).
-
-    Example:
-        >>> reason([("a", "Field required"), ("b", "Input should be a valid integer")])
-        'a: Field required; b: Input should be a valid integer'
-        >>> reason([(f"n.{i}", "Field required") for i in range(25)])[-54:]
-        'n.18: Field required; n.19: Field required; and 5 more'
-    """
-    listed = InvalidArgumentsError.LISTED
-    shown = "; ".join(f"{field}: {message}" for field, message in problems[:listed])
-    more = len(problems) - listed
-    return f"{shown}; and {more} more" if more > 0 else shown
-
-
 def _bare_reason(bare: Problems, unknown: int) -> str:
     counted = f"{unknown} unknown key{'s' if unknown != 1 else ''} ({EXTRA_KEY})"
-    return "; ".join(filter(None, (reason(bare), counted if unknown else "")))
+    return "; ".join(filter(None, (join_problems(bare), counted if unknown else "")))
 
 
 def invalid_arguments(tool: str, exc: ValidationError, unknown: Problems) -> InvalidArgumentsError:
@@ -102,7 +86,7 @@ def invalid_arguments(tool: str, exc: ValidationError, unknown: Problems) -> Inv
     problems += unknown
     return InvalidArgumentsError(
         tool,
-        reason(problems),
+        join_problems(problems),
         errors=problems,
         redacted_reason=_bare_reason(bare, extra + len(unknown)),
     )
@@ -119,5 +103,5 @@ def unknown_keys_error(tool: str, unknown: Problems) -> InvalidArgumentsError:
         "tool 'add' got invalid arguments: 1 unknown key (Extra inputs are not permitted)"
     """
     return InvalidArgumentsError(
-        tool, reason(unknown), errors=unknown, redacted_reason=_bare_reason([], len(unknown))
+        tool, join_problems(unknown), errors=unknown, redacted_reason=_bare_reason([], len(unknown))
     )

@@ -543,3 +543,36 @@ async def test_arguments_python_mode_takes_are_never_read_as_json() -> None:
     tool = FunctionTool(_unlock)
     args = {"vault": _Vault(token=SecretStr("hunter2")), "ref": str(uuid.UUID(int=1))}
     assert await tool.execute(args, ToolContext()) == "hunter2 str"
+
+
+def test_both_kinds_of_tool_join_their_argument_problems_as_before() -> None:
+    # One function in the schema layer joins them for both (it was written twice, in
+    # _invalid_args and in _validate). An MCP tool's problem with no field is its
+    # message alone, and its search that stopped counts "at least"; a function tool's
+    # problems are all found, and one with no field is named "(arguments)".
+    from agcore_tools.schema._problems import join_problems
+    from agcore_tools.schema._validate import check_with, schema_check
+
+    assert join_problems([(None, "too many keys"), ("b", "bad")]) == "too many keys; b: bad"
+    assert join_problems([("a", "bad")], at_least=True) == "a: bad; and at least 1 more"
+    many = [(f"n.{i}", "bad") for i in range(InvalidArgumentsError.LISTED + 3)]
+    assert join_problems(many).endswith("n.19: bad; and 3 more")
+    assert join_problems(many, at_least=True).endswith("n.19: bad; and at least 3 more")
+
+    check = schema_check(
+        {"type": "object", "required": ["a"], "properties": {"b": {"type": "integer"}}}
+    )
+    with pytest.raises(InvalidArgumentsError) as mcp:
+        check_with("t", check, {"b": "x"})
+    assert mcp.value.reason == "'a' is a required property; b: 'x' is not of type 'integer'"
+
+    def count(n: int) -> int:
+        """Count."""
+        return n
+
+    with pytest.raises(InvalidArgumentsError) as function:
+        FunctionTool(count).check_arguments({"n": "x", "": 1})
+    assert function.value.reason == (
+        "n: Input should be a valid integer, unable to parse string as an integer"
+        " (got 'x'); (arguments): Extra inputs are not permitted"
+    )

@@ -19,6 +19,7 @@ import jsonschema  # type: ignore[import-untyped]
 from referencing.exceptions import Unresolvable  # jsonschema's own dependency
 
 from ..error import InvalidArgumentsError
+from ._problems import join_problems
 
 __all__ = ["PROBLEMS_SOUGHT", "check_against_schema", "check_with", "larger_than", "schema_check"]
 
@@ -101,20 +102,14 @@ def check_with(tool_name: str, check: Any, args: Any) -> None:
     problems = [(_path(e) or "(arguments)", _message(e)) for e in errors]
     best = jsonschema.exceptions.best_match(errors)
     where = _path(best)
-    reason = f"{where}: {_message(best)}" if where else _message(best)
-    # Every bad field, the best match first, so a model fixes them in one turn, as a
-    # function tool's message lets it.
-    others = {}
+    # Every bad field, the best match first (its message alone when it has no field),
+    # so a model fixes them in one turn, as a function tool's message lets it.
+    others: dict[str, str] = {}
     for error in errors:
         field = _path(error) or "(arguments)"
         if field != (where or "(arguments)") and field not in others:
             others[field] = _message(error)
-    listed = [f"{field}: {message}" for field, message in others.items()]
-    room = InvalidArgumentsError.LISTED - 1
-    if len(listed) > room or more:
-        extra = len(listed) - room
-        listed = [*listed[:room], f"and {'at least ' if more else ''}{max(extra, 1)} more"]
-    reason = "; ".join([reason, *listed])
+    reason = join_problems([(where or None, _message(best)), *others.items()], at_least=more)
     bare = _bare_path(best)
     rule = f"the {best.validator!r} rule failed"
     raise InvalidArgumentsError(
