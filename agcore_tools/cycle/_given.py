@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from ..error import LlmUsageError
 
-__all__ = ["ROLES", "check_history", "given_messages", "kind"]
+__all__ = ["ROLES", "check_history", "given_messages", "kind", "without_parsed"]
 
 Message = dict[str, Any]
 
@@ -96,10 +96,57 @@ def _as_dict(model: BaseModel) -> Any:
         if callable(to_dict)
         else model.model_dump(mode="json", by_alias=True, exclude_unset=True)
     )
-    if isinstance(data, dict) and data.get("tool_calls") and data.get("content") is None:
-        # llama-cpp-python's server answers 500 to a null content.
-        data["content"] = ""
+    if isinstance(data, dict):
+        data = without_parsed(data)
+        if data.get("tool_calls") and data.get("content") is None:
+            # llama-cpp-python's server answers 500 to a null content.
+            data["content"] = ""
     return data
+
+
+# What the SDK's parse() helpers add to the objects they return (the answer and the
+# arguments read into the caller's types), and no API takes back: OpenAI refuses a
+# Responses item holding one ("Unknown parameter: 'input[2].parsed_arguments'").
+_PARSED = ("parsed", "parsed_arguments")
+
+
+def without_parsed(message: Mapping[str, Any]) -> dict[str, Any]:
+    """``message`` (a Chat Completions message or a Responses item, as a dict) less what
+    the SDK's ``parse()`` helpers added to it: ``parsed`` on a message and on its
+    ``output_text`` parts, ``parsed_arguments`` on a call (a Responses
+    ``function_call``, or a Chat call's ``function``), and a ``tool_calls`` of None.
+
+    Example:
+        >>> without_parsed({"type": "function_call", "call_id": "c1", "name": "add",
+        ...                 "arguments": '{"a": 1}', "parsed_arguments": {"a": 1}})
+        {'type': 'function_call', 'call_id': 'c1', 'name': 'add', 'arguments': '{"a": 1}'}
+        >>> without_parsed({"role": "assistant", "content": "{}", "tool_calls": None,
+        ...                 "parsed": {}})
+        {'role': 'assistant', 'content': '{}'}
+    """
+    data = {k: v for k, v in message.items() if k not in _PARSED}
+    if "tool_calls" in data and data["tool_calls"] is None:
+        del data["tool_calls"]
+    calls = data.get("tool_calls")
+    if isinstance(calls, list):
+        data["tool_calls"] = [
+            {**call, "function": _without(call["function"])}
+            if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping)
+            else call
+            for call in calls
+        ]
+    content = data.get("content")
+    if isinstance(content, list):
+        data["content"] = [
+            _without(part) if isinstance(part, Mapping) else part for part in content
+        ]
+    return data
+
+
+def _without(value: Mapping[str, Any]) -> Any:
+    if not any(key in value for key in _PARSED):
+        return value
+    return {k: v for k, v in value.items() if k not in _PARSED}
 
 
 def check_history(messages: Sequence[Any]) -> None:

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._body import lighten, without_unused_tool_options
+from ._given import without_parsed
 from ._responses_turn import ResponsesTurnBuilder
 from .config import CycleConfig
 
@@ -171,8 +172,9 @@ def to_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
             )
         elif role is None or message.get("type") == "message":
             # A Responses item already: an output message keeps its id, which ties it
-            # to the reasoning item in front of it.
-            items.append(dict(message))
+            # to the reasoning item in front of it. What the SDK's parse() added to it
+            # (an app's response.output of responses.parse()) the API refuses.
+            items.append(without_parsed(message))
         elif role == "assistant":
             items.extend(_assistant_items(message))
         else:
@@ -189,7 +191,7 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
         # (a response cut at max_output_tokens) would make the request a 400.
         while output and isinstance(output[-1], Mapping) and output[-1].get("type") == "reasoning":
             output = output[:-1]
-        return [dict(item) for item in output]
+        return [without_parsed(item) for item in output]
     items: list[dict[str, Any]] = []
     content = message.get("content")
     if content:

@@ -8,7 +8,8 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from openai import OpenAI
+from openai import OpenAI, pydantic_function_tool
+from pydantic import BaseModel
 
 from agcore_tools import (
     AgcoreError,
@@ -559,6 +560,40 @@ async def test_submit_messages_reads_the_sdks_message_objects_as_dicts(
     assert sent[1]["content"] == "" and sent[1]["tool_calls"][0]["id"] == "c1"
     assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
     assert sent[3]["content"] == "5"
+
+
+async def test_submit_messages_leaves_out_what_the_sdks_parse_helper_added(
+    serve: Serve, make_cycle: Callable[..., LlmCycle]
+) -> None:
+    # chat.completions.parse() answers a ParsedChatCompletionMessage: its parsed answer,
+    # tool_calls=None and each call's parsed_arguments are the SDK's, not the API's.
+    class Sum(BaseModel):
+        a: int
+        b: int
+
+    server = serve(S.reply_tool_calls([("Sum", {"a": 2, "b": 3}, "c1")]), S.reply_text("5"))
+    cycle = make_cycle(server)
+    assert cycle.client is not None
+    asked = [{"role": "user", "content": "2 + 3?"}]
+    completion = await cycle.client.chat.completions.parse(
+        model="m", messages=asked, tools=[pydantic_function_tool(Sum)]
+    )
+    message = completion.choices[0].message
+    assert message.tool_calls and message.tool_calls[0].function.parsed_arguments is not None
+
+    await cycle.submit_messages(
+        [*asked, message, {"role": "tool", "tool_call_id": "c1", "content": "5"}]
+    )
+
+    sent = server.requests[-1].json["messages"][1]
+    assert "parsed" not in sent
+    assert sent["tool_calls"] == [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "Sum", "arguments": '{"a": 2, "b": 3}'},
+        }
+    ]
 
 
 async def test_a_history_holding_something_else_than_dicts_is_refused_naming_it(

@@ -553,6 +553,63 @@ async def test_an_open_function_call_the_app_left_in_its_history_is_run_on_resum
     assert cycle.messages[1]["content"] == "Adding."
 
 
+@pytest.mark.parametrize("handed", ["objects", "to_dict"])
+async def test_what_the_sdks_parse_helper_added_to_output_items_is_not_sent(
+    serve, make_cycle, handed
+):
+    # responses.parse() gives each function_call its parsed_arguments and each
+    # output_text part its parsed value; OpenAI refuses both in input
+    # ("Unknown parameter: 'input[2].parsed_arguments'", openai-python#2374).
+    class Answer(BaseModel):
+        total: int
+
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")]),
+        S.reply_text('{"total": 5}'),
+        S.reply_text("Done."),
+    )
+    cycle = make_cycle(server, api="responses")
+    assert cycle.client is not None
+    strict = ToolRegistry(strict=True)
+
+    @strict.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    tools = strict.definitions(api="responses")
+    history: list[Any] = [{"role": "user", "content": "2 + 3?"}]
+    for _ in range(2):
+        response = await cycle.client.responses.parse(
+            model="test-model", input=history, tools=tools, text_format=Answer
+        )
+        history += response.output
+        history += await strict.run_tool_calls(response.output)
+    assert [type(item).__name__ for item in history[1:]] == [
+        "ParsedResponseFunctionToolCall",
+        "dict",
+        "ParsedResponseOutputMessage",
+    ]
+    if handed == "to_dict":
+        history = [h if isinstance(h, dict) else h.to_dict() for h in history]
+        cycle.messages[:] = history
+        await cycle.submit_with_tools("And 5 + 5?", strict)
+    else:
+        await cycle.submit_messages([*history, {"role": "user", "content": "And 5 + 5?"}])
+
+    sent = items(server.requests[-1])
+    assert [i.get("type", i.get("role")) for i in sent] == [
+        "user",
+        "function_call",
+        "function_call_output",
+        "message",
+        "user",
+    ]
+    assert "parsed_arguments" not in sent[1] and sent[1]["arguments"] == '{"a": 2, "b": 3}'
+    assert sent[3]["content"][0]["text"] == '{"total": 5}'
+    assert "parsed" not in sent[3]["content"][0]
+
+
 @MODES
 async def test_an_open_function_call_the_app_left_is_declined_before_a_new_prompt(
     serve, make_cycle, calc, stream
