@@ -134,6 +134,31 @@ a Temporal workflow run begun before that (its ``workflow.patched``): such a run
 the request, and a replay must schedule the same activity."""
 
 
+def _refuse_open_given(calls: list[Any]) -> None:
+    """Refuse, before anything is sent, messages given to a run that end with tool calls
+    no tool message answers: every API refuses such a request, and no tool would run
+    them (``submit_messages`` offers none).
+
+    Example:
+        >>> from agcore_tools.calls import parse_call
+        >>> _refuse_open_given([parse_call("add", "c1", "{}")])
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmUsageError: the messages given end with tool calls that no tool message answers (c1 to add), which the API refuses, so nothing was sent: append their answers (registry.run_tool_calls(message.tool_calls) gives them), or put the messages in cycle.messages as dicts and call submit_with_tools(None, registry), which runs the calls
+    """
+    if not calls:
+        return
+    named = ", ".join(f"{call.call_id} to {call.name}" for call in calls[:5])
+    more = f" and {len(calls) - 5} more" if len(calls) > 5 else ""
+    raise LlmUsageError(
+        f"the messages given end with tool calls that no tool message answers ({named}"
+        f"{more}), which the API refuses, so nothing was sent: append their answers "
+        "(registry.run_tool_calls(message.tool_calls) gives them), or put the messages in "
+        "cycle.messages as dicts and call submit_with_tools(None, registry), which runs "
+        "the calls"
+    )
+
+
 def _check_stop(ctx: ToolContext, usage: Usage) -> None:
     """End the run once the app cancelled its context (a Stop button, from any thread).
 
@@ -299,6 +324,8 @@ class Run:
                 decline_open(messages, {answered_id(m) for m in leading})
             messages.extend(added)
             drop_program_states(messages)  # open calls the app answered itself
+            if added:
+                _refuse_open_given(unanswered_calls(messages[start:]))
             served = forced_choice_served(messages)
             # A history made by another cycle (saved, resumed) has ids of its own.
             if IDS_PAST_HISTORY.get():

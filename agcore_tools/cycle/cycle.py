@@ -192,7 +192,9 @@ class LlmCycle(TranscriptViews):
         input item may have none), or the OpenAI SDK's message objects, read as their
         ``to_dict()``. Anything else raises an
         :class:`~agcore_tools.error.LlmUsageError` (a ``TypeError``) before the history
-        changes.
+        changes, as do messages that end with tool calls no tool message answers (no
+        tool runs here, and the API refuses an unanswered call): answer them first, or
+        go on with ``submit_with_tools(None, registry)``, which runs them.
 
         ``submit_messages([])`` resends the history as it is, without tools, for example
         after a failed request. To go on with a tool loop that stopped (an error,

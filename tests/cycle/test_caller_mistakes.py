@@ -596,6 +596,37 @@ async def test_submit_messages_leaves_out_what_the_sdks_parse_helper_added(
     ]
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_submit_messages_ending_with_unanswered_calls_is_refused_unsent(
+    serve: Serve, make_cycle: Callable[..., LlmCycle], calc: ToolRegistry, api: str
+) -> None:
+    # An app's own loop handed over before it ran the last message's calls: sent, the
+    # request has a call without its answer, which every API refuses (a 400).
+    server = serve(S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")]))
+    cycle = make_cycle(server, api=api)
+    assert cycle.client is not None
+    asked = [{"role": "user", "content": "2 + 3?"}]
+    if api == "chat":
+        completion = await cycle.client.chat.completions.create(
+            model="m", messages=asked, tools=calc.definitions()
+        )
+        history = [*asked, completion.choices[0].message]
+    else:
+        response = await cycle.client.responses.create(
+            model="m", input=asked, tools=calc.definitions(api="responses")
+        )
+        history = [*asked, *response.output]
+    cycle.messages[:] = [{"role": "system", "content": "Be brief."}]
+
+    with pytest.raises(TypeError) as info:
+        await cycle.submit_messages(history)
+
+    _assert_caller_mistake(info.value)
+    assert "(c1 to add)" in str(info.value) and "submit_with_tools(None" in str(info.value)
+    assert len(server.requests) == 1 and calc.runs == []
+    assert cycle.messages == [{"role": "system", "content": "Be brief."}]
+
+
 async def test_a_history_holding_something_else_than_dicts_is_refused_naming_it(
     serve: Serve, make_cycle: Callable[..., LlmCycle], calc: ToolRegistry
 ) -> None:
