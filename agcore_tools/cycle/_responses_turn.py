@@ -25,6 +25,7 @@ _INCOMPLETE = {
     "max_output_tokens": FinishReason.LENGTH,
     "content_filter": FinishReason.CONTENT_FILTER,
 }
+_UNFINISHED = frozenset({"queued", "in_progress"})
 # A reasoning item streams two texts, each rebuilt into its own field when a bridge
 # leaves the final output empty: the summary, and the raw reasoning (gpt-oss, vLLM).
 _REASONING_DELTAS = {
@@ -219,6 +220,13 @@ class ResponsesTurnBuilder:
         status = _field(response, "status")
         if status == "failed" or _field(response, "error"):
             raise LlmError(f"the model reported an error: {_error(response)}")
+        if status in _UNFINISHED:
+            # A background response (background=True) answers at once, before its output.
+            raise LlmError(
+                f"the model's response {_field(response, 'id')!r} is still {status!r}, with "
+                "no output to go on from (a background response): stream the run "
+                "(submit_stream*) with background=True, or drop background=True"
+            )
         if status is None and not isinstance(_field(response, "output"), list):
             # A 200 from something else (a captive portal's HTML page, a proxy's JSON):
             # taken as is, it would be an empty answer.

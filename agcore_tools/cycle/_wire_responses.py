@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..error import LlmConfigError
 from ._body import lighten, without_unused_tool_options
 from ._given import without_parsed
 from ._responses_turn import ResponsesTurnBuilder
@@ -85,6 +86,15 @@ class ResponsesWire:
             params["stream"] = True
         else:
             params.pop("stream_options", None)  # OpenAI refuses it on an unstreamed request
+            if params.get("background"):
+                # Its answer is a queued response with no output: the loop would take
+                # it for an empty answer, and the work would go on, billed, unread.
+                raise LlmConfigError(
+                    "CycleConfig(background=True) needs a streamed run: unstreamed, a "
+                    "background response comes back queued, with no output for the loop "
+                    "to go on from; call submit_stream() or submit_stream_with_tools(), or "
+                    "drop background=True"
+                )
         return params
 
     def request(self, requester: Any, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

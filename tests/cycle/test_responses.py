@@ -384,6 +384,41 @@ async def test_denied_permission_stops_the_loop_as_on_chat(serve, make_cycle):
     assert_history_valid(cycle.messages)
 
 
+async def test_background_responses_are_refused_unstreamed_and_run_streamed(
+    serve, make_cycle, calc
+):
+    # Unstreamed, a background response comes back queued with no output: the loop took
+    # it for an empty answer ("" and STOP) while the work went on, billed, unread.
+    server = serve(S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")]), S.reply_text("5"))
+    cycle = make_cycle(server, api="responses", background=True)
+
+    with pytest.raises(LlmConfigError, match=r"background=True\) needs a streamed run"):
+        await cycle.submit_with_tools("2 + 3?", calc)
+    assert server.requests == [] and cycle.messages == []
+
+    response = await cycle.submit_stream_with_tools("2 + 3?", calc).collect()
+    assert response.text == "5"
+    assert [r.json.get("background") for r in server.requests] == [True, True]
+
+
+async def test_a_queued_response_is_an_error_not_an_empty_answer(serve, make_cycle, calc):
+    # background asked for past the config's check (in extra_body), or by a proxy.
+    queued = {
+        "id": "resp_bg",
+        "object": "response",
+        "created_at": 1700000000,
+        "status": "queued",
+        "model": "test-model",
+        "output": [],
+    }
+    server = serve(RawResponse(200, queued))
+    cycle = make_cycle(server, api="responses", extra_body={"background": True})
+
+    with pytest.raises(LlmError, match=r"'resp_bg' is still 'queued'.*background"):
+        await cycle.submit_with_tools("2 + 3?", calc)
+    assert calc.runs == []
+
+
 @MODES
 async def test_a_truncated_answer_is_length_and_a_lone_reasoning_item_is_not_sent_back(
     serve, make_cycle, stream
