@@ -6,7 +6,7 @@ mapping is :class:`~agcore_tools.cycle._stream.TurnBuilder`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._body import lighten, without_unused_tool_options
@@ -58,12 +58,46 @@ class ChatWire:
         """The SDK resource to call ``create`` on, and the parameters to call it with:
         no tool options without tools, the history and tools in ``extra_body``."""
         sent = without_unused_tool_options(params, _TOOL_OPTIONS)
+        choice = sent.get("tool_choice")
+        if isinstance(choice, Mapping):
+            sent = {**sent, "tool_choice": _chat_tool_choice(choice)}
         return requester.chat.completions, lighten(sent, _LISTS)
 
     def builder(self, turn_tag: str, repair: bool, trace: RunTrace | None) -> TurnBuilder:
         """A fresh assembler of one turn (the tracing one while tracing)."""
         build = TurnBuilder if trace is None else trace.builder
         return build(turn_tag, repair=repair)
+
+
+def _chat_tool_choice(choice: Mapping[str, Any]) -> Any:
+    """A ``tool_choice`` given in the Responses shape (``{"type": "function", "name":
+    ...}``, an ``allowed_tools`` with ``mode`` and ``tools`` at its top) in the Chat
+    Completions shape, which Chat Completions takes only (a 400 "Missing required
+    parameter: 'tool_choice.function'"); one in the Chat shape as it is. The Responses
+    wire translates the other way.
+
+    Example:
+        >>> _chat_tool_choice({"type": "function", "name": "add"})
+        {'type': 'function', 'function': {'name': 'add'}}
+        >>> _chat_tool_choice({"type": "allowed_tools", "mode": "required",
+        ...                   "tools": [{"type": "function", "name": "add"}]})
+        {'type': 'allowed_tools', 'allowed_tools': {'mode': 'required', 'tools': [{'type': 'function', 'function': {'name': 'add'}}]}}
+    """
+    kind = choice.get("type")
+    if kind == "function" and "function" not in choice and "name" in choice:
+        return {"type": "function", "function": {"name": choice["name"]}}
+    if kind == "allowed_tools" and "allowed_tools" not in choice and "tools" in choice:
+        tools = choice.get("tools")
+        listed = (
+            [_chat_tool_choice(t) if isinstance(t, Mapping) else t for t in tools]
+            if isinstance(tools, list)
+            else tools
+        )
+        return {
+            "type": "allowed_tools",
+            "allowed_tools": {"mode": choice.get("mode"), "tools": listed},
+        }
+    return choice
 
 
 def _chat_message(message: Message) -> Message:

@@ -375,6 +375,40 @@ def test_only_forced_choices_are_relaxed(choice: object, after: object) -> None:
     assert relaxed_tool_choice({"tool_choice": choice}) == after
 
 
+@pytest.mark.parametrize(
+    ("given", "first", "then"),
+    [
+        (
+            {"type": "function", "name": "add"},
+            {"type": "function", "function": {"name": "add"}},
+            "auto",
+        ),
+        (
+            {
+                "type": "allowed_tools",
+                "mode": "required",
+                "tools": [{"type": "function", "name": "add"}],
+            },
+            {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [FORCE_ADD]}},
+            {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [FORCE_ADD]}},
+        ),
+    ],
+    ids=["named", "allowed_tools"],
+)
+async def test_a_responses_shaped_tool_choice_goes_to_chat_completions_in_its_shape(
+    serve, make_cycle, calc, given, first, then
+):
+    # An app moving from responses.create writes the Responses shape; Chat Completions
+    # answers it with a 400 ("Missing required parameter: 'tool_choice.function'").
+    server = serve(S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")]), S.reply_text("3"))
+    cycle = make_cycle(server, tool_choice=given)
+
+    response = await cycle.submit_with_tools("1 + 2?", calc)
+
+    assert response.text == "3"
+    assert [r.json["tool_choice"] for r in server.requests] == [first, then]
+
+
 def test_no_tool_choice_is_left_alone() -> None:
     assert relaxed_tool_choice({}) is None
 
