@@ -80,9 +80,16 @@ def given_messages(messages: object, api: str, method: str) -> list[Message]:
         item = role is None and api == "responses" and isinstance(message.get("type"), str)
         if role not in ROLES and not item:
             got = f"role {role!r}" if role is not None else "no role"
+            kind_of = message.get("type")
+            hint = (
+                f" (a Responses API item of type {kind_of!r}, such as response.output "
+                "holds: use CycleConfig(api='responses') for such a history)"
+                if role is None and isinstance(kind_of, str)
+                else ""
+            )
             raise LlmUsageError(
                 f"{method}() got a message with {got} at index {index}: a message's role is "
-                f"one of {', '.join(ROLES)}"
+                f"one of {', '.join(ROLES)}{hint}"
             )
         added.append(dict(message))
     return added
