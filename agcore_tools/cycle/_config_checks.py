@@ -172,8 +172,9 @@ def refuse_other_apis_options(api: str, options: Mapping[str, Any]) -> None:
 
 
 def check_responses_options(options: Mapping[str, Any]) -> None:
-    """Refuse an ``include`` that is no list of strings, a ``text`` that is no mapping,
-    and a ``timeout`` that is no positive number of seconds.
+    """Refuse an ``include`` that is no list of strings, a ``text`` that is no mapping
+    or that has a ``format`` next to a ``response_format``, and a ``timeout`` that is no
+    positive number of seconds.
 
     Checked when the config is made: the wire would send a string ``include`` as its
     characters, and a ``text`` that is no mapping failed only at the first request,
@@ -193,6 +194,17 @@ def check_responses_options(options: Mapping[str, Any]) -> None:
         raise LlmConfigError(
             "CycleConfig.text must be a mapping, such as text={'verbosity': 'low'}, "
             f"got {type(text).__name__}"
+        )
+    if (
+        isinstance(text, Mapping)
+        and "format" in text
+        and options.get("response_format") is not None
+    ):
+        # The Responses wire writes response_format into text.format: one replaced the
+        # other without a word.
+        raise LlmConfigError(
+            "CycleConfig got both response_format and text={'format': ...}, which are one "
+            "setting on the Responses API (response_format becomes text.format): give one"
         )
     # A number that is no positive one made every request time out at once, as an
     # APITimeoutError after the retries; an openai.Timeout is the SDK's to read.

@@ -899,6 +899,11 @@ def test_config_checks_the_api_and_chaining() -> None:
         ({"include": {"reasoning.encrypted_content"}}, "include must be a list of strings"),
         ({"text": "low"}, "text must be a mapping"),
         ({"text": [("verbosity", "low")]}, "text must be a mapping"),
+        # One setting: response_format would silently replace text.format.
+        (
+            {"text": {"format": {"type": "json_object"}}, "response_format": {"type": "text"}},
+            r"both response_format and text=\{'format': \.\.\.\}",
+        ),
     ],
 )
 def test_config_refuses_an_include_or_text_of_the_wrong_shape(options, match) -> None:
