@@ -8,7 +8,7 @@ wrong entry is an error naming it, not an ``AttributeError`` deep in the loop.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableSequence, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -91,8 +91,31 @@ def given_messages(messages: object, api: str, method: str) -> list[Message]:
                 f"{method}() got a message with {got} at index {index}: a message's role is "
                 f"one of {', '.join(ROLES)}{hint}"
             )
-        added.append(dict(message))
+        added.append(_with_calls_read(message) or dict(message))
     return added
+
+
+def _with_calls_read(message: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``message`` with the SDK's tool call objects in its ``tool_calls`` read as dicts,
+    or None when it holds none: apps build ``{"role": "assistant", "tool_calls":
+    message.tool_calls}`` around the SDK's objects (the SDK's create() takes them), and
+    the loop reads calls as dicts only (an open one would go unseen and unanswered)."""
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list) or all(type(call) is dict for call in calls):
+        return None
+    if not any(isinstance(call, BaseModel) for call in calls):
+        return None
+    return {**message, "tool_calls": [_call_read(call) for call in calls]}
+
+
+def _call_read(call: Any) -> Any:
+    if not isinstance(call, BaseModel):
+        return call
+    data = _as_dict(call)
+    function = data.get("function") if isinstance(data, dict) else None
+    if isinstance(function, Mapping):
+        data["function"] = _without(function)
+    return data
 
 
 def _as_dict(model: BaseModel) -> Any:
@@ -158,7 +181,9 @@ def _without(value: Mapping[str, Any]) -> Any:
 
 def check_history(messages: Sequence[Any]) -> None:
     """Refuse a history holding anything but dicts (mappings), naming the first such
-    entry and the fix, with an :class:`~agcore_tools.error.LlmUsageError`.
+    entry and the fix, with an :class:`~agcore_tools.error.LlmUsageError`. A message
+    whose ``tool_calls`` hold the SDK's call objects (``{"role": "assistant",
+    "tool_calls": message.tool_calls}``) is replaced by one holding their dicts.
 
     Example:
         >>> check_history([{"role": "user", "content": "hi"}, "hello"])
@@ -167,7 +192,11 @@ def check_history(messages: Sequence[Any]) -> None:
         agcore_tools.error.LlmUsageError: cycle.messages[1] is a str, not a dict: the history holds messages as dicts (with a role), so put {"role": ..., "content": ...} there
     """
     for index, message in enumerate(messages):
-        if not isinstance(message, Mapping):
+        if isinstance(message, Mapping):
+            read = _with_calls_read(message) if "tool_calls" in message else None
+            if read is not None and isinstance(messages, MutableSequence):
+                messages[index] = read
+        else:
             fix = (
                 'put message.to_dict() there (with "content": "" next to tool calls), or '
                 "hand such messages to submit_messages(), which reads them so"

@@ -3,6 +3,7 @@ for tools passed without a registry, simply works."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -566,6 +567,43 @@ async def test_submit_messages_reads_the_sdks_message_objects_as_dicts(
     assert sent[1]["content"] == "" and sent[1]["tool_calls"][0]["id"] == "c1"
     assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
     assert sent[3]["content"] == "5"
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_dict_built_around_the_sdks_tool_call_objects_is_read_as_dicts(
+    serve: Serve, make_cycle: Callable[..., LlmCycle], calc: ToolRegistry, api: str
+) -> None:
+    # The cookbook's other loop: {"role": "assistant", "tool_calls": message.tool_calls},
+    # the SDK's call objects inside a dict (the SDK's create() takes them).
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")]), S.reply_text("5"), S.reply_text("5")
+    )
+    cycle = make_cycle(server, api=api)
+    assert cycle.client is not None
+    asked = [{"role": "user", "content": "2 + 3?"}]
+    completion = await cycle.client.chat.completions.create(
+        model="m", messages=asked, tools=calc.definitions()
+    )
+    message = completion.choices[0].message
+    built = {"role": "assistant", "content": message.content, "tool_calls": message.tool_calls}
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+    }
+
+    # Left open in cycle.messages: the resume runs the call (it went unseen, unanswered).
+    cycle.messages[:] = [*asked, built]
+    await cycle.submit_with_tools(None, calc)
+    assert calc.runs == [("add", {"a": 2, "b": 3})]
+    assert cycle.messages[1]["tool_calls"] == [call]
+
+    # Answered, through submit_messages: the history stays plain JSON (Responses: no
+    # AttributeError converting it).
+    other = make_cycle(server, api=api)
+    await other.submit_messages([*asked, built, *await calc.run_tool_calls(message.tool_calls)])
+    assert other.messages[1]["tool_calls"] == [call]
+    json.dumps(other.messages)
 
 
 async def test_submit_messages_leaves_out_what_the_sdks_parse_helper_added(
