@@ -113,7 +113,18 @@ def accept_client(client: Any) -> tuple[AsyncOpenAI, bool]:
                 "(openai.DefaultAsyncHttpxClient(...)) configured the same way"
             )
         return async_twin(client), True
-    raise ClientTypeError(f"LlmCycle(client=...) takes {_ACCEPTED}, got {type(client).__name__}")
+    name = type(client).__name__
+    view = next((v for v in _VIEWS if name.endswith(v[0])), None)
+    # client.with_raw_response (or with_streaming_response): a view of a client, whose
+    # create() answers raw responses the loop cannot read.
+    hint = f" (that is client.{view[1]}: pass the client itself)" if view is not None else ""
+    raise ClientTypeError(f"LlmCycle(client=...) takes {_ACCEPTED}, got {name}{hint}")
+
+
+_VIEWS = (
+    ("WithRawResponse", "with_raw_response"),
+    ("WithStreamedResponse", "with_streaming_response"),
+)
 
 
 def _custom_http_client(client: OpenAI) -> bool:

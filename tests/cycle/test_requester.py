@@ -152,6 +152,17 @@ async def test_a_requester_that_is_not_one_is_refused_when_the_cycle_is_made() -
             )
 
 
+@pytest.mark.parametrize("view", ["with_raw_response", "with_streaming_response"])
+async def test_a_clients_raw_response_view_is_refused_naming_the_client_itself(view) -> None:
+    from openai import AsyncOpenAI, OpenAI
+
+    for client in (AsyncOpenAI(api_key="-"), OpenAI(api_key="-")):
+        with pytest.raises(ClientTypeError) as info:
+            LlmCycle(CycleConfig("m"), client=getattr(client, view))
+        assert str(info.value).endswith(f"(that is client.{view}: pass the client itself)")
+        assert "\n" not in str(info.value)
+
+
 async def test_a_requester_error_is_the_loops_error() -> None:
     class Down(Requester):
         async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
