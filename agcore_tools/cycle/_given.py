@@ -74,6 +74,7 @@ def given_messages(messages: object, api: str, method: str) -> list[Message]:
         if not isinstance(message, Mapping):
             raise LlmUsageError(
                 f"{method}() takes messages as dicts, got {kind(message)} at index {index}"
+                f"{_NESTED if isinstance(message, list) else ''}"
             )
         role = message.get("role")
         # On the Responses API a typed item without a role is sent as the item it is.
@@ -93,6 +94,13 @@ def given_messages(messages: object, api: str, method: str) -> list[Message]:
             )
         added.append(_with_calls_read(message) or dict(message))
     return added
+
+
+# history.append(response.output), or of run_tool_calls()'s messages: a list in a list.
+_NESTED = (
+    " (a list inside the list: extend the history with it, history += response.output, "
+    "rather than append it)"
+)
 
 
 def _with_calls_read(message: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -510,13 +510,27 @@ async def test_a_wrong_ctx_or_select_is_refused_before_the_history_changes(
         ([{"role": "user", "content": "a"}, {"role": "usr"}], "role 'usr' at index 1"),
         (5, "got int"),
         (
+            [{"role": "user", "content": "2 + 3?"}, [{"role": "tool"}]],
+            "got list at index 1 (a list inside the list: extend the history with it, "
+            "history += response.output, rather than append it)",
+        ),
+        (
             [{"type": "function_call", "call_id": "c1", "name": "add", "arguments": "{}"}],
             "no role at index 0: a message's role is one of system, developer, user, "
             "assistant, tool, function (a Responses API item of type 'function_call', such "
             "as response.output holds: use CycleConfig(api='responses') for such a history)",
         ),
     ],
-    ids=["str", "dict", "list-of-str", "no-role", "unknown-role", "int", "responses-item"],
+    ids=[
+        "str",
+        "dict",
+        "list-of-str",
+        "no-role",
+        "unknown-role",
+        "int",
+        "appended-list",
+        "responses-item",
+    ],
 )
 async def test_submit_messages_takes_a_list_of_messages_with_known_roles(
     serve: Serve, make_cycle: Callable[..., LlmCycle], messages: Any, named: str
