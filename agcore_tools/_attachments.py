@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import (
-    Callable,
     Collection,
     ItemsView,
     Iterable,
@@ -86,33 +85,27 @@ _BINARY_VALUES = (*CONTENT_TYPES, *_BINARY)
 _SETS = (set, frozenset)
 _WALKED = (*_BINARY_VALUES, *_SETS)
 """What :func:`normalise` walks a value for: a binary value, or a set, whose members it
-writes in order (a set of strings iterates in an order PYTHONHASHSEED picks); and a
-dict with a key that is not a string, whose keys it checks (see :func:`_keyed`)."""
+writes in order (a set of strings iterates in an order PYTHONHASHSEED picks)."""
 
 
 def _holds_binary(value: Any) -> bool:
     return _holds(value, _BINARY_VALUES)
 
 
-def _holds(value: Any, found: tuple[type, ...], keyed: bool = False) -> bool:
+def _holds(value: Any, found: tuple[type, ...]) -> bool:
     # On every tool result: exact type checks first, the ABC check last (it is slow).
-    # ``keyed``: a mapping with a key that is not a string counts as found too.
     kind = type(value)
     if kind in _SCALARS:
         return False
     if kind is dict:
-        if keyed and not _string_keys(value):
-            return True
         items: Any = value.values()
     elif kind is list or kind is tuple:
-        if len(value) > _TABLE and _plain_rows(value, keyed):
+        if len(value) > _TABLE and _plain_rows(value):
             return False
         items = value
     elif isinstance(value, found):
         return True
     elif isinstance(value, Mapping):
-        if keyed and not _string_keys(value):
-            return True
         items = value.values()
     elif isinstance(value, _SEQUENCES):
         items = value
@@ -121,44 +114,32 @@ def _holds(value: Any, found: tuple[type, ...], keyed: bool = False) -> bool:
         if named is None:
             return False
         items = named.values()
-    return _any_found(items, found, keyed)
+    return _any_found(items, found)
 
 
-def _plain_rows(items: list[Any] | tuple[Any, ...], keyed: bool) -> bool:
+def _plain_rows(items: list[Any] | tuple[Any, ...]) -> bool:
     # Scalars, or dicts of scalars (a table's rows), looked at in C loops: one by one,
     # 300,000 rows cost 300,000 calls, three times as long (~120 ms against ~45 ms).
     kinds = set(map(type, items))
     if kinds <= _SCALARS:
         return True
-    return (
-        kinds == {dict}
-        and _only_scalars(map(type, chain.from_iterable(map(dict.values, items))))
-        and (not keyed or _string_keys(chain.from_iterable(items)))
+    return kinds == {dict} and _only_scalars(
+        map(type, chain.from_iterable(map(dict.values, items)))
     )
 
 
-def _string_keys(keys: Iterable[Any]) -> bool:
-    # In one C loop, which refuses any but a string: twice as fast as looking at the
-    # type of each (a table of 300,000 rows of 5 keys: ~25 ms against ~45 ms).
-    try:
-        "".join(keys)
-    except TypeError:
-        return False
-    return True
-
-
-def _any_found(items: Iterable[Any], found: tuple[type, ...], keyed: bool) -> bool:
+def _any_found(items: Iterable[Any], found: tuple[type, ...]) -> bool:
     for item in items:
         kind = type(item)
         if kind in _SCALARS:
             continue
         # A flat row (or list) answered here, without a call of its own.
         if kind is dict:
-            if _only_scalars(map(type, item.values())) and (not keyed or _string_keys(item)):
+            if _only_scalars(map(type, item.values())):
                 continue
         elif (kind is list or kind is tuple) and _only_scalars(map(type, item)):
             continue
-        if _holds(item, found, keyed):
+        if _holds(item, found):
             return True
     return False
 
@@ -262,7 +243,10 @@ def _jsonable(value: Any) -> Any:
 
 def _keys_scrubbed(value: Any) -> Any:
     if isinstance(value, Mapping):
-        return _keyed(value, _scrubbed, _keys_scrubbed)
+        return {
+            scrub(key) if isinstance(key, str) else key: _keys_scrubbed(item)
+            for key, item in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return [_keys_scrubbed(item) for item in value]
     return value
@@ -310,7 +294,7 @@ def _path_to(root: Any, target: Any) -> str | None:
     seen: set[int] = set()
     while stack:
         value, path = stack.pop()
-        if value is target or _same_dict(value, target):
+        if value is target:
             return path
         if id(value) in seen or type(value) in _SCALARS:
             continue
@@ -326,16 +310,6 @@ def _path_to(root: Any, target: Any) -> str | None:
     return None
 
 
-def _same_dict(value: Any, target: Any) -> bool:
-    # A record's dict is found as pydantic dumped it: a copy, equal to the record's own.
-    if type(value) is not dict or type(target) is not dict:
-        return False
-    try:
-        return bool(value == target)
-    except (TypeError, ValueError):  # numpy arrays in them have no one truth value
-        return False
-
-
 def normalise(value: Any) -> Any:
     """``value`` as JSON-compatible data, keeping binary values as they are.
 
@@ -348,25 +322,16 @@ def normalise(value: Any) -> Any:
     ``range`` and numpy-style values (by their ``tolist()`` or ``item()``) as lists and
     scalars; a value still not JSON-compatible raises a ``TypeError`` that is also a
     ``ToolError`` (:func:`not_json_reason` says where it is: ``result['stats'][0]``).
-    A set's members are a list in their order (:func:`in_order`), not the set's. Two
-    keys of a dict that JSON writes as one (``1`` and ``"1"``) raise that ``TypeError``
-    too, naming them: one value would be lost.
+    A set's members are a list in their order (:func:`in_order`), not the set's.
     """
-    if not _holds(value, _WALKED, keyed=True):
+    if not _holds(value, _WALKED):
         return _jsonable(value)
     if isinstance(value, CONTENT_TYPES):
         return value
     if isinstance(value, _BINARY):
         return _from_bytes(value)
     if isinstance(value, Mapping):
-        if not _any_found(value.values(), _WALKED, True):
-            # Only its keys are not all strings ({7: row, ...}): pydantic converts it in
-            # one call (key by key, 100,000 rows took three times as long), and keeps a
-            # key for each unless two are written as one.
-            data = _jsonable(value)
-            if len(data) == len(value):
-                return data
-        return _keyed(value, _key, normalise)
+        return {_key(key): normalise(item) for key, item in value.items()}
     if isinstance(value, _SETS):
         return in_order([normalise(item) for item in value])
     if isinstance(value, _SEQUENCES):
@@ -375,37 +340,12 @@ def normalise(value: Any) -> Any:
     # mode, which keeps a set a set), the image in its place. Read field by field, an
     # excluded field (a secret) would be sent, and its aliases and computed fields lost.
     data = record_dump(value, _holds_binary)
-    return normalise(data) if _holds(data, _WALKED, keyed=True) else _jsonable(value)
+    return normalise(data) if _holds(data, _WALKED) else _jsonable(value)
 
 
 def _key(key: Any) -> Any:
     # pydantic's own conversion of a key (5 -> "5"), as for dicts without binary values.
     return key if isinstance(key, str) else next(iter(_jsonable({key: None})))
-
-
-def _scrubbed(key: Any) -> Any:
-    return scrub(key) if isinstance(key, str) else key
-
-
-def _keyed(
-    value: Mapping[Any, Any], write_key: Callable[[Any], Any], write: Callable[[Any], Any]
-) -> dict[Any, Any]:
-    # ``value`` with its keys and items written; two keys written as one (1 and "1", two
-    # file names whose undecodable bytes both became U+FFFD) fail: pydantic keeps the
-    # last one's value, and the other was lost without a word.
-    data: dict[Any, Any] = {}
-    keys: dict[Any, Any] = {}
-    for key, item in value.items():
-        written = write_key(key)
-        if written in keys:
-            raise _NotJson(
-                f"its keys {keys[written]!r:.80} and {key!r:.80} are both written as the JSON key "
-                f'"{written:.80}"; give each its own key',
-                value,
-            )
-        keys[written] = key
-        data[written] = write(item)
-    return data
 
 
 @dataclass(frozen=True, slots=True)
