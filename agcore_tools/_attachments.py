@@ -49,7 +49,6 @@ __all__ = [
     "Server",
     "attachments_message",
     "function_call_output",
-    "in_order",
     "is_attachments_message",
     "normalise",
     "not_json_reason",
@@ -81,18 +80,7 @@ _TABLE = 32
 """Items past which a list or tuple is first looked at whole (see :func:`_plain_rows`)."""
 
 
-_BINARY_VALUES = (*CONTENT_TYPES, *_BINARY)
-_SETS = (set, frozenset)
-_WALKED = (*_BINARY_VALUES, *_SETS)
-"""What :func:`normalise` walks a value for: a binary value, or a set, whose members it
-writes in order (a set of strings iterates in an order PYTHONHASHSEED picks)."""
-
-
 def _holds_binary(value: Any) -> bool:
-    return _holds(value, _BINARY_VALUES)
-
-
-def _holds(value: Any, found: tuple[type, ...]) -> bool:
     # On every tool result: exact type checks first, the ABC check last (it is slow).
     kind = type(value)
     if kind in _SCALARS:
@@ -103,7 +91,7 @@ def _holds(value: Any, found: tuple[type, ...]) -> bool:
         if len(value) > _TABLE and _plain_rows(value):
             return False
         items = value
-    elif isinstance(value, found):
+    elif isinstance(value, (*CONTENT_TYPES, *_BINARY)):
         return True
     elif isinstance(value, Mapping):
         items = value.values()
@@ -114,7 +102,7 @@ def _holds(value: Any, found: tuple[type, ...]) -> bool:
         if named is None:
             return False
         items = named.values()
-    return _any_found(items, found)
+    return _any_binary(items)
 
 
 def _plain_rows(items: list[Any] | tuple[Any, ...]) -> bool:
@@ -128,7 +116,7 @@ def _plain_rows(items: list[Any] | tuple[Any, ...]) -> bool:
     )
 
 
-def _any_found(items: Iterable[Any], found: tuple[type, ...]) -> bool:
+def _any_binary(items: Iterable[Any]) -> bool:
     for item in items:
         kind = type(item)
         if kind in _SCALARS:
@@ -139,50 +127,9 @@ def _any_found(items: Iterable[Any], found: tuple[type, ...]) -> bool:
                 continue
         elif (kind is list or kind is tuple) and _only_scalars(map(type, item)):
             continue
-        if _holds(item, found):
+        if _holds_binary(item):
             return True
     return False
-
-
-def in_order(members: Iterable[Any]) -> list[Any]:
-    """A set's members in an order of their own, not the set's (which follows
-    PYTHONHASHSEED for strings, so equal results read differently in two processes):
-    numbers by value, then strings, then lists and dicts by their items, binary values
-    by their bytes, and anything else by its JSON text (numbers before strings, as
-    JSON data sorts).
-
-    Example:
-        >>> in_order({"pear", "apple", 10, 9, None, True, (2, "b"), (1, "c")})
-        [None, True, 9, 10, 'apple', 'pear', (1, 'c'), (2, 'b')]
-    """
-    return sorted(members, key=_order_key)
-
-
-def _order_key(value: Any) -> tuple[Any, ...]:
-    # A total order over JSON data, binary values and anything else (by its JSON text):
-    # each kind its rank, so no two of different kinds are compared.
-    if value is None:
-        return (0,)
-    if isinstance(value, bool):
-        return (1, value)
-    if isinstance(value, (int, float)) and value == value:  # NaN is no number to sort
-        return (2, value)
-    if isinstance(value, str):
-        return (3, value)
-    if isinstance(value, (list, tuple)):
-        return (4, [_order_key(item) for item in value])
-    if isinstance(value, dict):
-        items = sorted((_order_key(key), _order_key(item)) for key, item in value.items())
-        return (5, items)
-    if isinstance(value, CONTENT_TYPES):
-        return (6, type(value).__name__, value.media_type, value.data)
-    if isinstance(value, _BINARY):
-        return (7, bytes(value))
-    try:
-        text = result_text(_jsonable(value))
-    except (TypeError, ValueError, RecursionError):  # not JSON-compatible: its repr
-        text = repr(value)
-    return (8, text)
 
 
 def _from_bytes(data: bytes | bytearray | memoryview) -> Image | str:
@@ -322,9 +269,8 @@ def normalise(value: Any) -> Any:
     ``range`` and numpy-style values (by their ``tolist()`` or ``item()``) as lists and
     scalars; a value still not JSON-compatible raises a ``TypeError`` that is also a
     ``ToolError`` (:func:`not_json_reason` says where it is: ``result['stats'][0]``).
-    A set's members are a list in their order (:func:`in_order`), not the set's.
     """
-    if not _holds(value, _WALKED):
+    if not _holds_binary(value):
         return _jsonable(value)
     if isinstance(value, CONTENT_TYPES):
         return value
@@ -332,15 +278,13 @@ def normalise(value: Any) -> Any:
         return _from_bytes(value)
     if isinstance(value, Mapping):
         return {_key(key): normalise(item) for key, item in value.items()}
-    if isinstance(value, _SETS):
-        return in_order([normalise(item) for item in value])
     if isinstance(value, _SEQUENCES):
         return [normalise(item) for item in value]
-    # A model or dataclass holding an image or a set: as pydantic writes it (in Python
-    # mode, which keeps a set a set), the image in its place. Read field by field, an
-    # excluded field (a secret) would be sent, and its aliases and computed fields lost.
+    # A model or dataclass holding an image: as pydantic writes it, the image in its
+    # place. Read field by field, an excluded field (a secret) would be sent, and its
+    # aliases and computed fields lost.
     data = record_dump(value, _holds_binary)
-    return normalise(data) if _holds(data, _WALKED) else _jsonable(value)
+    return normalise(data) if _holds_binary(data) else _jsonable(value)
 
 
 def _key(key: Any) -> Any:
@@ -477,14 +421,12 @@ class _Labeller:
             return self.replace(_from_bytes(value))
         if isinstance(value, Mapping):
             return {key: self.replace(item) for key, item in value.items()}
-        if isinstance(value, _SETS):  # numbered in the members' order, not the set's
-            return [self.replace(item) for item in in_order(value)]
         if isinstance(value, _SEQUENCES):
             return [self.replace(item) for item in value]
-        if record_fields(value) is None or not _holds(value, _WALKED):
+        if record_fields(value) is None or not _holds_binary(value):
             return value
         data = record_dump(value, _holds_binary)  # as normalise() writes it
-        return self.replace(data) if _holds(data, _WALKED) else value
+        return self.replace(data) if _holds_binary(data) else value
 
 
 def render(
@@ -496,19 +438,17 @@ def render(
     tool: str,
     server: Server = ANY_SERVER,
 ) -> Rendered | None:
-    """The text and binary values of ``output``; None when it holds no binary value
-    and no set.
+    """The text and binary values of ``output``; None when it holds no binary value.
 
     A binary value alone, or a list whose items are text and binary values, reads as
     its items in order, one per line; any other structure is JSON text with each
-    binary value replaced by its label, and each set's members in order
-    (:func:`in_order`). The text always encodes as UTF-8 (lone
+    binary value replaced by its label. The text always encodes as UTF-8 (lone
     surrogates become U+FFFD, in a ``File``'s name too). A value of a kind ``server``
     does not take is left out, as one over the size limit is.
 
     Raises the ``ToolError`` of :func:`normalise` for bytes of unknown kind.
     """
-    if not _holds(output, _WALKED):
+    if not _holds_binary(output):
         return None
     labeller = _Labeller(api, max_attachment_bytes, tool, server)
     if isinstance(output, (*CONTENT_TYPES, *_BINARY)):

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import json
 import logging
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -453,74 +449,3 @@ def test_one_user_message_carries_every_call_s_values_after_the_tool_messages() 
     assert is_attachments_message(message, message)  # a resume's, after the turn's first
     assert not is_attachments_message(message, {"role": "assistant", "content": "hi"})
     assert not is_attachments_message({"role": "user", "content": "Next question"}, tool)
-
-
-# -- sets: their members in order, whatever PYTHONHASHSEED is ------------------------------
-
-_SET_RESULTS = r"""
-import asyncio, json
-from dataclasses import dataclass
-from agcore_tools import FunctionTool, Image, ToolContext, ToolInvocation
-from agcore_tools.calls import model_result
-
-WORDS = {"pear", "apple", "fig", "kiwi", "plum", "lime", "date", "yuzu"}
-
-@dataclass
-class Basket:
-    fruit: frozenset
-
-def fruit() -> dict:
-    "Fruit."
-    return {"words": WORDS, "basket": Basket(frozenset(WORDS)), "mixed": {1, "one", None}}
-
-output = asyncio.run(FunctionTool(fruit).execute({}, ToolContext()))
-gifs = {Image(b"GIF89a" + bytes([n])) for n in range(5)}
-texts = [
-    model_result(ToolInvocation("t", {}, output=o), None, api="chat", max_attachment_bytes=None)
-    for o in (output, WORDS, {"gifs": gifs})
-]
-print(json.dumps([[r.text, [a.value.data.hex() for a in r.attachments]] for r in texts]))
-"""
-
-
-def _set_results(seed: str) -> list[Any]:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this checkout's
-    env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": root}
-    ran = subprocess.run(
-        [sys.executable, "-c", _SET_RESULTS], env=env, capture_output=True, text=True, check=True
-    )
-    return json.loads(ran.stdout)  # type: ignore[no-any-return]
-
-
-def test_a_set_reads_the_same_in_every_process() -> None:
-    # A set of strings iterates in an order PYTHONHASHSEED picks, and was written in it:
-    # equal results read differently in two processes (a prompt cache missed, a
-    # cassette's replay differed). Now its members are in order, an @tool function's
-    # and any other tool's output alike, and a set's images are numbered in it.
-    first, second = _set_results("1"), _set_results("2")
-    assert first == second
-    words = ["apple", "date", "fig", "kiwi", "lime", "pear", "plum", "yuzu"]
-    function_tool, other_tool, images = first
-    assert json.loads(function_tool[0]) == {
-        "words": words,
-        "basket": {"fruit": words},
-        "mixed": [None, 1, "one"],
-    }
-    assert json.loads(other_tool[0]) == words
-    assert images[1] == [(b"GIF89a" + bytes([n])).hex() for n in range(5)]
-
-
-def test_a_sets_members_are_in_order_in_every_kind_of_holder() -> None:
-    # ints iterate by their own hash, in no seed's order: 8 before 1 in an 8-slot table.
-    assert list({8, 1}) == [8, 1]
-    assert normalise({"ids": {8, 1}}) == {"ids": [1, 8]}
-
-    class Tagged(BaseModel):
-        tags: set[int]
-
-    assert normalise([Tagged(tags={8, 1})]) == [{"tags": [1, 8]}]
-    assert normalise(frozenset({(2, "b"), (1, "z"), (1, "a")})) == [[1, "a"], [1, "z"], [2, "b"]]
-    # Members of no one kind: numbers, then strings, then the rest (as JSON data sorts).
-    assert normalise({"x", 8, 1.5, None, False}) == [None, False, 1.5, 8, "x"]
-    rendered = chat({"ids": {8, 1}, "chart": Image(PNG)})
-    assert rendered.text.startswith('{"ids":[1,8],')

@@ -98,8 +98,7 @@ def model_result(
 ) -> Rendered:
     """What the model receives for an invocation: its text (cut at ``max_bytes``) and
     the images, audio and files of its output (see :mod:`agcore_tools.content`) that
-    the API and ``server`` take. A set's members are written in order, not the set's
-    (a tool that is not ``@tool``'s output is not made JSON data before)."""
+    the API and ``server`` take."""
     if invocation.error is None:
         try:
             rendered = render(
@@ -113,10 +112,8 @@ def model_result(
         except ToolError as exc:  # bytes of no known kind, from a tool that is not @tool
             error = ToolExecutionError(invocation.tool_name, exc.message)
             return Rendered(truncate_utf8(error_text(error), max_bytes))
-        except (ValueError, RecursionError):
-            # Too deep to look into, or a set's holder that cannot be written (circular):
-            # model_text says it cannot be written.
-            rendered = None
+        except RecursionError:
+            rendered = None  # too deep to look into: model_text says it cannot be written
         if rendered is not None:
             return rendered
     return Rendered(model_text(invocation, max_bytes))
