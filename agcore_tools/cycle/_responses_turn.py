@@ -344,6 +344,7 @@ class ResponsesTurnBuilder:
                 texts = self._parts(index, field)
                 if not item.get(field) and texts is not None:
                     item[field] = [{"type": part, "text": text} for text in texts]
+            item.setdefault("summary", [])  # required on an input item, even with none
         return item
 
 

@@ -1034,6 +1034,35 @@ async def test_an_empty_final_output_keeps_a_reasoning_summary_apart_from_its_ra
     assert tool_messages(cycle.messages) == {"c1": "5"}
 
 
+async def test_an_empty_final_output_keeps_a_summary_on_a_reasoning_item_that_had_none(
+    serve, make_cycle, calc
+):
+    # A bridge's bare item with no summary key that streams only raw reasoning: the API
+    # requires summary on a reasoning input item, so it goes back with an empty one.
+    on = {"output_index": 0, "item_id": "rs_1"}
+    steps = [
+        _event(
+            "response.output_item.added", output_index=0, item={"type": "reasoning", "id": "rs_1"}
+        ),
+        _event("response.reasoning_text.delta", **on, content_index=0, delta="add them"),
+        _event(
+            "response.output_item.added",
+            output_index=1,
+            item={"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "add"},
+        ),
+        _event("response.function_call_arguments.delta", output_index=1, delta='{"a": 2, "b": 3}'),
+        _event("response.completed", response={"id": "r1", "status": "completed", "output": []}),
+    ]
+    server = serve(RawStream(steps, done=False), S.reply_text("5"))
+    cycle = make_cycle(server, api="responses")
+
+    await cycle.submit_stream_with_tools("2 + 3?", calc).collect()
+
+    [sent] = [i for i in items(server.requests[1]) if i.get("type") == "reasoning"]
+    assert sent["summary"] == []
+    assert sent["content"] == [{"type": "reasoning_text", "text": "add them"}]
+
+
 async def test_tool_images_go_as_input_image_parts(serve, make_cycle):
     from agcore_tools import Image
 
