@@ -85,7 +85,7 @@ def given_messages(messages: object, api: str, method: str) -> list[Message]:
             hint = (
                 f" (a Responses API item of type {kind_of!r}, such as response.output "
                 "holds: use CycleConfig(api='responses') for such a history)"
-                if role is None and isinstance(kind_of, str)
+                if role is None and _is_item_type(kind_of)
                 else ""
             )
             raise LlmUsageError(
@@ -215,3 +215,16 @@ def check_history(messages: Sequence[Any]) -> None:
                 f"cycle.messages[{index}] is a {kind(message)}, not a dict: the history "
                 f"holds messages as dicts (with a role), so {fix}"
             )
+
+
+def _is_item_type(kind: object) -> bool:
+    """Whether ``kind`` names a Responses API item (not a content part such as ``text``).
+
+    Example:
+        >>> [_is_item_type(k) for k in ("function_call", "web_search_call", "text", None)]
+        [True, True, False, False]
+    """
+    return isinstance(kind, str) and (
+        kind in ("message", "reasoning", "item_reference", "compaction")
+        or kind.endswith(("_call", "_call_output", "_output"))
+    )

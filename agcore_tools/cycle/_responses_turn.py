@@ -220,7 +220,7 @@ class ResponsesTurnBuilder:
         status = _field(response, "status")
         if status == "failed" or _field(response, "error"):
             raise LlmError(f"the model reported an error: {_error(response)}")
-        if status in _UNFINISHED:
+        if status in _UNFINISHED and not _field(response, "output"):
             # A background response (background=True) answers at once, before its output.
             raise LlmError(
                 f"the model's response {_field(response, 'id')!r} is still {status!r}, with "

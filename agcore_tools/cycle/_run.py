@@ -60,7 +60,7 @@ from ._stream import EMPTY_STREAM
 from ._tool_stream import run_context
 from ._tool_turn import run_tools
 from ._trace import RunTrace
-from ._wire_responses import fold_submitted, to_input, to_tool
+from ._wire_responses import ResponsesWire, fold_submitted, to_input, to_tool
 from ._wires import wire_for
 from .config import CycleConfig
 from .events import (
@@ -136,15 +136,16 @@ the request, and a replay must schedule the same activity."""
 
 def _refuse_open_given(calls: list[Any]) -> None:
     """Refuse, before anything is sent, messages given to a run that end with tool calls
-    no tool message answers: every API refuses such a request, and no tool would run
-    them (``submit_messages`` offers none).
+    no tool message answers: OpenAI's APIs refuse such a request (a 400), others answer
+    as if the calls had failed, and no tool would run them (``submit_messages`` offers
+    none).
 
     Example:
         >>> from agcore_tools.calls import parse_call
         >>> _refuse_open_given([parse_call("add", "c1", "{}")])
         Traceback (most recent call last):
         ...
-        agcore_tools.error.LlmUsageError: the messages given end with tool calls that no tool message answers (c1 to add), which the API refuses, so nothing was sent: append their answers (registry.run_tool_calls(message.tool_calls) gives them), or put the messages in cycle.messages as dicts and call submit_with_tools(None, registry), which runs the calls
+        agcore_tools.error.LlmUsageError: the messages given end with tool calls that no tool message answers (c1 to add), which OpenAI's APIs refuse, so nothing was sent: append their answers (registry.run_tool_calls() of the calls gives them), or put the messages in cycle.messages as dicts and call submit_with_tools(None, registry), which runs the calls
     """
     if not calls:
         return
@@ -152,8 +153,8 @@ def _refuse_open_given(calls: list[Any]) -> None:
     more = f" and {len(calls) - 5} more" if len(calls) > 5 else ""
     raise LlmUsageError(
         f"the messages given end with tool calls that no tool message answers ({named}"
-        f"{more}), which the API refuses, so nothing was sent: append their answers "
-        "(registry.run_tool_calls(message.tool_calls) gives them), or put the messages in "
+        f"{more}), which OpenAI's APIs refuse, so nothing was sent: append their answers "
+        "(registry.run_tool_calls() of the calls gives them), or put the messages in "
         "cycle.messages as dicts and call submit_with_tools(None, registry), which runs "
         "the calls"
     )
@@ -393,7 +394,13 @@ class Run:
                         output.plan.prepare(params)
                     if UNOFFERED_CHOICE_REFUSED.get():
                         check_tool_choice(params)
+                    streamed = stream
                     stream, changed = fit(params, profile, stream)
+                    if config.api == "responses" and isinstance(self.requester, OpenAIRequester):
+                        # After fit: a profile may send a streamed tool turn unstreamed.
+                        # A requester of the app's own may poll a background response.
+                        fitted = profile.name if streamed and not stream else None
+                        ResponsesWire.check_background(params, stream, fitted)
                     if changed:
                         logger.debug("request fitted to %s: %s", profile.name, "; ".join(changed))
                     request = self.requester.request(

@@ -86,16 +86,39 @@ class ResponsesWire:
             params["stream"] = True
         else:
             params.pop("stream_options", None)  # OpenAI refuses it on an unstreamed request
-            if params.get("background"):
-                # Its answer is a queued response with no output: the loop would take
-                # it for an empty answer, and the work would go on, billed, unread.
-                raise LlmConfigError(
-                    "CycleConfig(background=True) needs a streamed run: unstreamed, a "
-                    "background response comes back queued, with no output for the loop "
-                    "to go on from; call submit_stream() or submit_stream_with_tools(), or "
-                    "drop background=True"
-                )
         return params
+
+    @staticmethod
+    def check_background(
+        params: Mapping[str, Any], stream: bool, fitted_by: str | None = None
+    ) -> None:
+        """Refuse an unstreamed ``background=True`` request: its answer is a queued
+        response with no output, which the loop would take for an empty answer while the
+        work went on, billed, unread. ``fitted_by`` names the server profile that made a
+        streamed turn unstreamed, if one did.
+
+        Example:
+            >>> ResponsesWire.check_background({"background": True}, stream=True)
+            >>> ResponsesWire.check_background({"background": True}, stream=False)
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.LlmConfigError: CycleConfig(background=True) needs a streamed run: unstreamed, a background response comes back queued, with no output for the loop to go on from, and this run is not streamed; call submit_stream() or submit_stream_with_tools(), or drop background=True
+        """
+        if stream or not params.get("background"):
+            return
+        why = (
+            f"the {fitted_by} server profile sends this turn unstreamed (it cannot stream "
+            "tool calls)"
+            if fitted_by
+            else "this run is not streamed"
+        )
+        raise LlmConfigError(
+            "CycleConfig(background=True) needs a streamed run: unstreamed, a background "
+            f"response comes back queued, with no output for the loop to go on from, and "
+            f"{why}; call submit_stream() or submit_stream_with_tools()"
+            f"{' with a profile that streams tool calls' if fitted_by else ''}, or drop "
+            "background=True"
+        )
 
     def request(self, requester: Any, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """``responses`` (to call ``create`` on) and the parameters translated for it:

@@ -546,6 +546,21 @@ async def test_submit_messages_takes_a_list_of_messages_with_known_roles(
     assert cycle.messages == [] and server.requests == []
 
 
+async def test_a_content_part_given_as_a_message_is_not_called_a_responses_item(
+    serve: Serve, make_cycle: Callable[..., LlmCycle]
+) -> None:
+    # {"type": "text"} is a content part put one level too high, not a Responses item:
+    # the hint to use api='responses' would send the user the wrong way.
+    cycle = make_cycle(serve())
+
+    with pytest.raises(TypeError) as info:
+        await cycle.submit_messages([{"type": "text", "text": "hi"}])
+
+    assert str(info.value).endswith(
+        "a message's role is one of system, developer, user, assistant, tool, function"
+    )
+
+
 async def app_history(client: Any, calc: ToolRegistry) -> list[Any]:
     # The cookbook's loop: it appends the SDK's own message objects to its history.
     messages: list[Any] = [{"role": "user", "content": "2 + 3?"}]

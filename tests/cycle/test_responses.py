@@ -401,6 +401,42 @@ async def test_background_responses_are_refused_unstreamed_and_run_streamed(
     assert [r.json.get("background") for r in server.requests] == [True, True]
 
 
+async def test_background_is_refused_where_a_profile_unstreams_the_tool_turn(
+    serve, make_cycle, calc
+):
+    # LiteLLM's profile sends tool turns unstreamed: the check must come after that, or
+    # a streamed run's background request goes out unstreamed, queued and billed.
+    from agcore_tools.cycle.profiles import LITELLM
+
+    server = serve(S.reply_text("5"))
+    cycle = make_cycle(
+        server, api="responses", background=True, tool_choice="auto", profile=LITELLM
+    )
+
+    with pytest.raises(LlmConfigError, match=r"the litellm server profile sends this turn"):
+        await cycle.submit_stream_with_tools("2 + 3?", calc).collect()
+    assert server.requests == [] and calc.runs == []
+
+
+async def test_an_in_progress_status_with_output_is_an_answer(serve, make_cycle, calc):
+    # A bridge that reports a finished response as in_progress still answered.
+    said = {"type": "output_text", "text": "It is 5.", "annotations": []}
+    answer = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1700000000,
+        "status": "in_progress",
+        "model": "test-model",
+        "output": [{"type": "message", "id": "m1", "role": "assistant", "content": [said]}],
+    }
+    server = serve(RawResponse(200, answer))
+    cycle = make_cycle(server, api="responses")
+
+    response = await cycle.submit_with_tools("2 + 3?", calc)
+
+    assert response.text == "It is 5."
+
+
 async def test_a_queued_response_is_an_error_not_an_empty_answer(serve, make_cycle, calc):
     # background asked for past the config's check (in extra_body), or by a proxy.
     queued = {
