@@ -53,7 +53,7 @@ def declining_handler(server_name: str, hide: Callable[[str], str] = str) -> Any
     return decline
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ParkedQuestion:
     """A form question a server asked on the connection, and where its answer goes."""
 
@@ -63,6 +63,10 @@ class ParkedQuestion:
     """Set to the SDK ``ElicitResult`` to answer the server."""
     limit: float
     """Seconds the answer may take, and then the call to go on: its call's timeout."""
+    timed_out: bool = False
+    """Whether the answer's time ran out (the server was told ``cancel``). An
+    :attr:`answer` done otherwise was withdrawn: the server cancelled its request
+    (``notifications/cancelled``), or the connection ended."""
 
 
 class LiveQuestions:
@@ -121,12 +125,14 @@ class LiveQuestions:
             limit = self.timeout()
         answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         asked = params.model_dump(by_alias=True, mode="json", exclude_none=True)
-        waiter.set_result(ParkedQuestion(asked, answer, limit))
+        parked = ParkedQuestion(asked, answer, limit)
+        waiter.set_result(parked)
         try:
             # Bounded as the call that asked is: its timeout= may be longer or shorter
             # than the client's.
             return await with_timeout(answer, limit)
         except TimeoutError:
+            parked.timed_out = True
             logger.warning(
                 "MCP server '%s': no answer to its question (%.200r) within %g s (its "
                 "call's timeout); cancelled",

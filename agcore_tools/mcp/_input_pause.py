@@ -24,6 +24,7 @@ The round travels in a context variable, set by the adapter around one call, so 
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -34,6 +35,8 @@ from ..error import McpError, McpTimeoutError, ToolError
 from ..pending import CallPaused, InputRequest
 from ._elicitation import LiveQuestions, ParkedQuestion
 from ._results import result_value
+
+logger = logging.getLogger("agcore_tools.mcp")
 
 __all__ = [
     "ROUND",
@@ -175,10 +178,21 @@ class LiveQuestion(ServerQuestion):
         or its next question. An answer that comes after the question timed out (the
         server got ``cancel``) raises a recoverable :class:`~agcore_tools.McpError`: call
         the tool again. So does a failure of the call (unrecoverable), the connection's
-        secrets masked."""
+        secrets masked. A question the server withdrew meanwhile
+        (``notifications/cancelled``) is not answered: its call went on without it, and
+        its outcome is what the call gives (a WARNING says the answer was not sent)."""
         from mcp_types import ElicitResult
 
-        if self.parked.answer.done():
+        if self.parked.answer.done() and not self.parked.timed_out:
+            logger.warning(
+                "MCP server '%s': the question asked during tools/call '%s' (%.200r) was "
+                "withdrawn before it was answered (the server cancelled it, or the "
+                "connection ended); the answer was not sent",
+                self.questions.server_name,
+                self.tool_name,
+                self.questions.secrets.mask(str(self.parked.params.get("message", ""))),
+            )
+        elif self.parked.answer.done():
             # The call's timeout came first and the server was told "cancel": this
             # answer cannot reach it, and the model must not read the cancel as the user's.
             raise McpError(
@@ -190,7 +204,8 @@ class LiveQuestion(ServerQuestion):
                 recoverable=True,
                 may_have_run=True,
             )
-        self.parked.answer.set_result(ElicitResult.model_validate(dict(answer)))
+        else:
+            self.parked.answer.set_result(ElicitResult.model_validate(dict(answer)))
         secrets = self.questions.secrets  # what the server said may echo a credential
         try:
             outcome = await first_of(

@@ -27,13 +27,14 @@ from agcore_tools import (
     LlmError,
     McpClient,
     McpError,
+    StdioTransport,
     StreamableHttpTransport,
     ToolInputRequested,
     ToolPolicy,
     ToolRegistry,
 )
 from agcore_tools.cycle._call_ids import UNIQUE_CALL_IDS
-from tests.mcp.conftest import HttpServer
+from tests.mcp.conftest import FIXTURE, HttpServer
 
 from .conftest import S, assert_history_valid, tool_messages
 
@@ -550,6 +551,36 @@ async def test_on_2025_an_answer_after_the_timeout_is_not_read_as_a_cancel(
     told = tool_messages(model.requests[1].json["messages"])["c_ask"]
     assert "the question asked during tools/call 'ask' was lost" in told
     assert "after the call's timeout (2 s)" in told and "call the tool again" in told
+
+
+async def test_on_2025_a_question_the_server_withdrew_gives_the_model_the_calls_result(
+    serve, make_cycle, caplog
+):
+    # The server stopped waiting (notifications/cancelled) and its call went on without
+    # the answer: the model read that the answer came after the call's timeout and the
+    # server was told "cancel", neither of which happened, and the call's result was lost.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    model = serve(
+        S.reply_tool_calls([("ask_withdrawable", {"question": "Your colour?"}, "c_ask")]),
+        S.reply_text("Noted."),
+    )
+    # Over stdio the withdrawal reaches the client before the answer to withdraw_question.
+    transport = StdioTransport(sys.executable, [str(FIXTURE)])
+    async with McpClient("shop", transport, protocol="legacy", timeout=20.0) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools())
+        cycle = make_cycle(model)
+        [question] = (await cycle.submit_with_tools("colour?", registry)).pending
+        assert isinstance(question, InputRequest)
+        assert await client.call_tool("withdraw_question") == "withdrawn"
+        done = await cycle.submit_with_tools(
+            None, registry, approvals=[question.accept({"answer": "blue"})]
+        )
+    assert done.text == "Noted."
+    told = tool_messages(model.requests[1].json["messages"])["c_ask"]
+    assert told == "withdrawn: went on without an answer"
+    warned = "tools/call 'ask_withdrawable' ('Your colour?') was withdrawn before it was answered"
+    assert warned in caplog.text
 
 
 async def _given_up_asking(caplog: pytest.LogCaptureFixture, otherwise: str) -> None:

@@ -303,6 +303,38 @@ async def ask(question: str, ctx: Context) -> str:
     return f"{result.action}: {result.data.answer if result.data else ''}"
 
 
+_WITHDRAWN: dict[str, asyncio.Event] = {}
+"""The events of the question ``ask_withdrawable`` asks: "withdraw" it, and "ended"."""
+
+
+@server.tool(structured_output=False)
+async def ask_withdrawable(question: str, ctx: Context) -> str:
+    """Ask the client, and withdraw the question (``notifications/cancelled``) once
+    ``withdraw_question`` is called, as a server that stops waiting does."""
+    withdraw = _WITHDRAWN["withdraw"] = asyncio.Event()
+    ended = _WITHDRAWN["ended"] = asyncio.Event()
+    try:
+        asking = asyncio.ensure_future(ask(question, ctx))
+        waiting = asyncio.ensure_future(withdraw.wait())
+        await asyncio.wait({asking, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        if asking.done():
+            return asking.result()
+        asking.cancel()  # the SDK tells the client: notifications/cancelled
+        await asyncio.wait({asking})
+        return "withdrawn: went on without an answer"
+    finally:
+        ended.set()
+
+
+@server.tool(structured_output=False)
+async def withdraw_question() -> str:
+    """Withdraw the question ``ask_withdrawable`` asked, once its call has ended."""
+    _WITHDRAWN["withdraw"].set()
+    await asyncio.wait_for(_WITHDRAWN["ended"].wait(), 10)
+    return "withdrawn"
+
+
 @server.tool(structured_output=False)
 async def ask_then_reject(question: str, ctx: Context) -> str:
     """Ask the client, then fail as reject_credentials does."""
