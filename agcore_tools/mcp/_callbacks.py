@@ -23,6 +23,7 @@ from typing import Any
 from .._aio import run_tool, with_timeout
 from .._progress import is_async_callable
 from ..error import ToolConfigError
+from ._error_text import validation_line
 from ._watchdog import Watchdog
 
 __all__ = ["call_user", "check_callback", "guarded_handler", "window"]
@@ -99,6 +100,27 @@ def window(watchdog: Watchdog, timeout: Callable[[], float]) -> Callable[[], flo
     return seconds
 
 
+_ANSWERS = {
+    "sampling_handler": ("CreateMessageResult", "CreateMessageResultWithTools"),
+    "elicitation_handler": ("ElicitResult",),
+    "roots_handler": ("ListRootsResult",),
+}
+"""The SDK types (of ``mcp_types``) each handler may answer with, besides ``ErrorData``."""
+
+
+def _answer_type(what: str) -> Any:
+    """A pydantic ``TypeAdapter`` of what the handler ``what`` may answer (a mapping of
+    the same shape too, as the SDK takes it)."""
+    import mcp_types
+    from pydantic import TypeAdapter
+
+    kinds = tuple(getattr(mcp_types, name) for name in _ANSWERS[what])
+    union: Any = kinds[0]
+    for kind in kinds[1:]:
+        union = union | kind
+    return TypeAdapter(union | mcp_types.ErrorData)
+
+
 class _Failed(Exception):
     """A handler's own failure, told apart from the end of its time."""
 
@@ -114,7 +136,10 @@ def guarded_handler(handler: Any, what: str, server_name: str, seconds: Callable
     (not its text, which may hold secrets). A sync handler runs in a worker thread, off
     the event loop, and an awaitable it returns is awaited. One that has not answered
     within ``seconds()`` (see :func:`window`) is given up on, with a WARNING, and the
-    server told it did not answer in time. None stays None.
+    server told it did not answer in time. An answer that is not what the handler must
+    return (an SDK result, a mapping of its shape, or ``ErrorData``) is logged, its
+    type and fault, at WARNING, and the server told the handler gave no valid answer.
+    None stays None.
 
     Example:
         >>> async def broken(context: Any, params: Any) -> Any:
@@ -122,9 +147,15 @@ def guarded_handler(handler: Any, what: str, server_name: str, seconds: Callable
         >>> guarded = guarded_handler(broken, "sampling_handler", "demo", lambda: 5.0)
         >>> asyncio.run(guarded(None, None)).message
         "the client's sampling_handler failed"
-        >>> roots = guarded_handler(lambda context: "roots", "roots_handler", "demo", lambda: 5.0)
-        >>> asyncio.run(roots(None))
-        'roots'
+        >>> from mcp_types import ListRootsResult, Root
+        >>> def listed(context: Any) -> ListRootsResult:
+        ...     return ListRootsResult(roots=[Root(uri="file:///srv")])
+        >>> roots = guarded_handler(listed, "roots_handler", "demo", lambda: 5.0)
+        >>> [str(root.uri) for root in asyncio.run(roots(None)).roots]
+        ['file:///srv']
+        >>> wrong = guarded_handler(lambda context: ["file:///srv"], "roots_handler", "demo", lambda: 5.0)
+        >>> asyncio.run(wrong(None)).message
+        "the client's roots_handler returned no valid answer"
         >>> async def stuck(context: Any, params: Any) -> Any:
         ...     await asyncio.Event().wait()
         >>> late = guarded_handler(stuck, "sampling_handler", "demo", lambda: 0.01)
@@ -137,6 +168,8 @@ def guarded_handler(handler: Any, what: str, server_name: str, seconds: Callable
 
     awaited = is_async_callable(handler)
     label = f"{what} of MCP server '{server_name}'"
+    answers = _answer_type(what)
+    expected = " or ".join(_ANSWERS[what])
 
     async def answer(args: tuple[Any, ...]) -> Any:
         try:
@@ -154,7 +187,7 @@ def guarded_handler(handler: Any, what: str, server_name: str, seconds: Callable
     async def guarded(*args: Any) -> Any:
         limit = seconds()
         try:
-            return await with_timeout(answer(args), limit)
+            answered = await with_timeout(answer(args), limit)
         except TimeoutError:
             logger.warning(
                 "MCP server '%s': the client's %s did not answer within %g s; the server "
@@ -174,5 +207,28 @@ def guarded_handler(handler: Any, what: str, server_name: str, seconds: Callable
                 type(failed.exc).__name__,
             )
             return ErrorData(code=INTERNAL_ERROR, message=f"the client's {what} failed")
+        return valid(answered)
+
+    def valid(answered: Any) -> Any:
+        # Checked here, not by the SDK: the SDK told a 2025-era server "Invalid request
+        # parameters" (its tool's error then read as the server refusing the call, "not
+        # run"), and a 2026-07-28 one's call failed as the server's invalid answer, with
+        # nothing naming the handler. The values are not logged: they may hold anything.
+        from pydantic import ValidationError
+
+        try:
+            return answers.validate_python(answered)
+        except ValidationError as exc:
+            logger.warning(
+                "MCP server '%s': the client's %s returned %s, not %s (or ErrorData): %s; "
+                "the server was told it failed",
+                server_name,
+                what,
+                "None" if answered is None else _a(type(answered).__name__),
+                _a(expected),
+                validation_line(exc),
+            )
+            message = f"the client's {what} returned no valid answer"
+            return ErrorData(code=INTERNAL_ERROR, message=message)
 
     return guarded

@@ -1116,6 +1116,47 @@ async def test_a_failing_handler_tells_the_server_no_details(
     assert "the client's roots_handler raised RuntimeError" in caplog.text
 
 
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_a_handler_that_answers_the_wrong_thing_is_named_in_the_log(
+    make_client: Any, caplog: pytest.LogCaptureFixture, protocol: str
+) -> None:
+    # A handler returning what the SDK cannot send (a plain string, None, a list): on
+    # 2025-11-25 the SDK told the server "Invalid request parameters", so the call read
+    # as refused by the server ("the call was not run") though its tool had run; on
+    # 2026-07-28 it failed as the server's invalid answer. Nothing named the handler.
+    def elicit(ctx: Any, params: Any) -> Any:
+        return "accept sk-SECRET-42"
+
+    def roots(ctx: Any) -> Any:
+        return ["file:///srv/project"]
+
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    handlers = {"elicitation_handler": elicit, "roots_handler": roots}
+    async with make_client(protocol=protocol, **handlers) as client:
+        with pytest.raises(ToolError) as caught:
+            await client.call_tool("ask_each_era", {"question": "colour?"})
+        assert "refused by the server" not in str(caught.value)
+        assert "not run" not in str(caught.value)
+        if protocol == "auto":  # the legacy server's tool says only that it failed
+            said = "the client's elicitation_handler returned no valid answer"
+            assert said in str(caught.value)
+        else:
+            with pytest.raises(ToolError) as caught:
+                await client.call_tool("roots")
+            assert "not run" not in str(caught.value)
+    assert "sk-SECRET" not in caplog.text
+    assert (
+        "the client's elicitation_handler returned a str, not an ElicitResult (or ErrorData): "
+        "ElicitResult: Input should be a valid dictionary or instance of ElicitResult"
+    ) in caplog.text
+    if protocol == "legacy":
+        assert "the client's roots_handler returned a list, not a ListRootsResult" in caplog.text
+    # An answer of the right shape as a mapping is taken, as the SDK takes it.
+    answer = {"action": "accept", "content": {"answer": "red"}}
+    async with make_client(protocol=protocol, elicitation_handler=lambda c, p: answer) as client:
+        assert await client.call_tool("ask_each_era", {"question": "colour?"}) == "accept: red"
+
+
 async def test_a_call_refused_for_want_of_a_listing_is_sent_again_after_one(
     http_server: HttpServer,
 ) -> None:
