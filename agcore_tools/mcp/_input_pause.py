@@ -34,6 +34,7 @@ from typing import Any
 from ..error import McpError, McpTimeoutError, ToolError
 from ..pending import CallPaused, InputRequest
 from ._elicitation import LiveQuestions, ParkedQuestion
+from ._progress import CALLER, ProgressRelay
 from ._results import result_value
 
 logger = logging.getLogger("agcore_tools.mcp")
@@ -159,6 +160,8 @@ class LiveQuestion(ServerQuestion):
     call: asyncio.Future[Any]
     questions: LiveQuestions
     tool_name: str
+    progress: ProgressRelay | None = None
+    """Where the call's progress updates go (None: nobody listened when it was made)."""
 
     def awaiting(self, call_id: str, tool_name: str, server_name: str, nonce: str) -> CallPaused:
         """The pause for the loop; its state says the question lives in this process,
@@ -183,6 +186,9 @@ class LiveQuestion(ServerQuestion):
         its outcome is what the call gives (a WARNING says the answer was not sent)."""
         from mcp_types import ElicitResult
 
+        if self.progress is not None:
+            # Its updates from now on belong to the run that resumed it.
+            self.progress.caller = CALLER.get()
         if self.parked.answer.done() and not self.parked.timed_out:
             logger.warning(
                 "MCP server '%s': the question asked during tools/call '%s' (%.200r) was "
@@ -209,7 +215,12 @@ class LiveQuestion(ServerQuestion):
         secrets = self.questions.secrets  # what the server said may echo a credential
         try:
             outcome = await first_of(
-                self.call, self.questions, self.tool_name, self.parked.limit, bounded=True
+                self.call,
+                self.questions,
+                self.tool_name,
+                self.parked.limit,
+                bounded=True,
+                progress=self.progress,
             )
         except ToolError:
             raise
@@ -240,12 +251,13 @@ async def first_of(
     limit: float | None,
     *,
     bounded: bool,
+    progress: ProgressRelay | None = None,
 ) -> Any:
     """Wait for ``call`` (a running ``tools/call``) to end or to ask a question: its
     ``CallToolResult``, or a :class:`LiveQuestion`. ``limit``: the call's timeout (None:
     the client's), which bounds the wait for the answer to a question it asks, and,
     ``bounded``, this wait (a resumed call; a first call is bounded by its caller's
-    watchdog)."""
+    watchdog). ``progress``: the call's progress relay, which the question keeps."""
     waiter = questions.arm(limit)
     if limit is None:
         limit = questions.timeout()
@@ -279,4 +291,4 @@ async def first_of(
         questions.disarm(waiter)
         return call.result()
     call.add_done_callback(_retrieve)
-    return LiveQuestion(parked, call, questions, tool_name)
+    return LiveQuestion(parked, call, questions, tool_name, progress)

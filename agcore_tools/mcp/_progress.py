@@ -20,7 +20,14 @@ from ._callbacks import call_user
 from ._serverlog import safe_text
 from .models import McpProgress
 
-__all__ = ["CALLER", "CALL_KEY", "IDEMPOTENCY_META_KEY", "call_meta", "progress_callback"]
+__all__ = [
+    "CALLER",
+    "CALL_KEY",
+    "IDEMPOTENCY_META_KEY",
+    "ProgressRelay",
+    "call_meta",
+    "progress_callback",
+]
 
 progress_logger = logging.getLogger("agcore_tools.mcp.progress")
 
@@ -56,9 +63,47 @@ def call_meta(meta: Any) -> Any:
     return {**(meta or {}), IDEMPOTENCY_META_KEY: key}
 
 
+class ProgressRelay:
+    """The SDK's ``progress_callback`` for one call: each update to the log, to the
+    client's ``on_progress`` and to :attr:`caller`.
+
+    A call paused on a 2025-11-25 question runs on while the loop waits, and its
+    updates after the answer belong to the run that resumed it: :attr:`caller` is
+    pointed at that run's context then (see ``_input_pause``), else they went to the
+    context of the run that paused, which has ended."""
+
+    __slots__ = ("callback", "caller", "hide", "server", "tool_name")
+
+    def __init__(
+        self,
+        callback: Any,
+        caller: ToolContext | None,
+        server: str,
+        tool_name: str,
+        hide: Callable[[str], str],
+    ) -> None:
+        self.callback = callback
+        self.caller = caller
+        """The listening context of the registry call the updates belong to, or None."""
+        self.server = server
+        self.tool_name = tool_name
+        self.hide = hide
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        server, tool_name = self.server, self.tool_name
+        shown = None if message is None else safe_text(self.hide(message))
+        progress_logger.debug("[%s] %s: %s/%s %s", server, tool_name, progress, total, shown)
+        caller = self.caller
+        if caller is not None:
+            caller.report_progress(progress, total, message)
+        if self.callback is not None:
+            update = McpProgress(server, tool_name, progress, total, message)
+            await call_user(self.callback, update, server)
+
+
 def progress_callback(
     callback: Any, server: str, tool_name: str, hide: Callable[[str], str] = str
-) -> Any:
+) -> ProgressRelay | None:
     """The SDK's ``progress_callback`` for one call, or None when nobody listens (a
     progress token makes the server send updates, so it is only asked for then). The
     log line shows the message as the server's own log messages are logged: masked by
@@ -67,14 +112,4 @@ def progress_callback(
     caller = CALLER.get()
     if callback is None and caller is None and not progress_logger.isEnabledFor(logging.DEBUG):
         return None
-
-    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        update = McpProgress(server, tool_name, progress, total, message)
-        shown = None if message is None else safe_text(hide(message))
-        progress_logger.debug("[%s] %s: %s/%s %s", server, tool_name, progress, total, shown)
-        if caller is not None:
-            caller.report_progress(progress, total, message)
-        if callback is not None:
-            await call_user(callback, update, server)
-
-    return on_progress
+    return ProgressRelay(callback, caller, server, tool_name, hide)

@@ -109,6 +109,8 @@ def _legacy_caller(session: ClientSession, questions: LiveQuestions) -> Any:
         if round_ is None or not round_.can_pause:
             return await sending
         call = asyncio.ensure_future(sending)
-        return await first_of(call, questions, name, round_.limit, bounded=False)
+        return await first_of(
+            call, questions, name, round_.limit, bounded=False, progress=progress_callback
+        )
 
     return call_tool

@@ -31,6 +31,7 @@ from agcore_tools import (
     StreamableHttpTransport,
     ToolInputRequested,
     ToolPolicy,
+    ToolProgress,
     ToolRegistry,
 )
 from agcore_tools.cycle._call_ids import UNIQUE_CALL_IDS
@@ -581,6 +582,33 @@ async def test_on_2025_a_question_the_server_withdrew_gives_the_model_the_calls_
     assert told == "withdrawn: went on without an answer"
     warned = "tools/call 'ask_withdrawable' ('Your colour?') was withdrawn before it was answered"
     assert warned in caplog.text
+
+
+async def test_on_2025_a_resumed_stream_gets_the_progress_of_the_call_after_its_answer(
+    serve, make_cycle
+):
+    # The call runs on while the loop waits for the answer; the progress it reported
+    # after the answer went to the context of the stream that paused, which had ended,
+    # so the stream that resumed it showed none.
+    model = serve(
+        S.reply_tool_calls([("ask_then_progress", {"question": "Go?", "steps": 3}, "c_ask")]),
+        S.reply_text("Done."),
+    )
+    transport = StdioTransport(sys.executable, [str(FIXTURE)])
+    async with McpClient("shop", transport, protocol="legacy", timeout=20.0) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools())
+        cycle = make_cycle(model)
+        first = [event async for event in cycle.submit_stream_with_tools("go?", registry)]
+        [asked] = [e for e in first if isinstance(e, ToolInputRequested)]
+        answer = asked.request.accept({"answer": "yes"})
+        resumed = [
+            event
+            async for event in cycle.submit_stream_with_tools(None, registry, approvals=[answer])
+        ]
+    progress = [(e.call_id, e.progress, e.total) for e in resumed if isinstance(e, ToolProgress)]
+    assert progress == [("c_ask", 1.0, 3.0), ("c_ask", 2.0, 3.0), ("c_ask", 3.0, 3.0)]
+    assert tool_messages(model.requests[1].json["messages"])["c_ask"] == "accept: yes"
 
 
 async def _given_up_asking(caplog: pytest.LogCaptureFixture, otherwise: str) -> None:

@@ -303,6 +303,15 @@ async def ask(question: str, ctx: Context) -> str:
     return f"{result.action}: {result.data.answer if result.data else ''}"
 
 
+@server.tool(structured_output=False)
+async def ask_then_progress(question: str, steps: int, ctx: Context) -> str:
+    """Ask the client, then report progress ``steps`` times."""
+    answered = await ask(question, ctx)
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step}")
+    return answered
+
+
 _WITHDRAWN: dict[str, asyncio.Event] = {}
 """The events of the question ``ask_withdrawable`` asks: "withdraw" it, and "ended"."""
 
