@@ -181,15 +181,17 @@ class LiveQuestion(ServerQuestion):
         or its next question. An answer that comes after the question timed out (the
         server got ``cancel``) raises a recoverable :class:`~agcore_tools.McpError`: call
         the tool again. So does a failure of the call (unrecoverable), the connection's
-        secrets masked. A question the server withdrew meanwhile
-        (``notifications/cancelled``) is not answered: its call went on without it, and
-        its outcome is what the call gives (a WARNING says the answer was not sent)."""
+        secrets masked. A question withdrawn meanwhile is not answered (a WARNING says
+        the answer was not sent): the server cancelled it (``notifications/cancelled``)
+        and its call went on, whose outcome this gives; or the connection ended, and
+        the call with it, which raises a recoverable error: call the tool again."""
         from mcp_types import ElicitResult
 
         if self.progress is not None:
             # Its updates from now on belong to the run that resumed it.
             self.progress.caller = CALLER.get()
-        if self.parked.answer.done() and not self.parked.timed_out:
+        withdrawn = self.parked.answer.done() and not self.parked.timed_out
+        if withdrawn:
             logger.warning(
                 "MCP server '%s': the question asked during tools/call '%s' (%.200r) was "
                 "withdrawn before it was answered (the server cancelled it, or the "
@@ -225,6 +227,16 @@ class LiveQuestion(ServerQuestion):
         except ToolError:
             raise
         except Exception as exc:  # noqa: BLE001 - the SDK's, raised as an McpError chained from it
+            if withdrawn:  # the connection ended, the question and the call with it
+                raise McpError(
+                    self.questions.server_name,
+                    f"the question asked during tools/call '{self.tool_name}' was lost: the "
+                    "call ended before it was answered "
+                    f"({secrets.mask(str(exc))}); call the tool again",
+                    tool_name=self.tool_name,
+                    recoverable=True,
+                    may_have_run=True,
+                ) from secrets.masked(exc)
             raise McpError(
                 self.questions.server_name,
                 f"tools/call '{self.tool_name}' failed after its question: "

@@ -584,6 +584,30 @@ async def test_on_2025_a_question_the_server_withdrew_gives_the_model_the_calls_
     assert warned in caplog.text
 
 
+async def test_on_2025_a_question_lost_with_its_server_tells_the_model_to_call_again(
+    serve, make_cycle
+):
+    # The server died while the loop held its question: the model must read that the
+    # question was lost and to call the tool again, and the run go on.
+    model = serve(ASK, S.reply_text("I will ask again."))
+    transport = StdioTransport(sys.executable, [str(FIXTURE)])
+    async with McpClient("shop", transport, protocol="legacy", timeout=20.0) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools())
+        cycle = make_cycle(model)
+        [question] = (await cycle.submit_with_tools("colour?", registry)).pending
+        assert isinstance(question, InputRequest)
+        with pytest.raises(McpError, match="connection lost"):
+            await client.call_tool("die", {"code": 3})
+        done = await cycle.submit_with_tools(
+            None, registry, approvals=[question.accept({"answer": "blue"})]
+        )
+    assert done.text == "I will ask again."
+    told = tool_messages(model.requests[1].json["messages"])["c_ask"]
+    assert "the question asked during tools/call 'ask' was lost" in told
+    assert "call the tool again" in told and "timeout" not in told
+
+
 async def test_on_2025_a_resumed_stream_gets_the_progress_of_the_call_after_its_answer(
     serve, make_cycle
 ):
