@@ -376,6 +376,19 @@ async def test_cancel_failed_and_unknown(
             assert (await asking.status()).status == "input_required"
 
 
+async def test_on_2026_a_tasks_question_answered_with_a_mapping_is_sent(
+    task_server: TaskServer,
+) -> None:
+    # The SDK takes a handler's answer as a mapping of the result's shape; a task's
+    # question (tasks/update) read it as a model instead and failed with AttributeError.
+    def colour(context: Any, params: Any) -> dict[str, Any]:
+        return {"action": "accept", "content": {"answer": "green"}}
+
+    async with task_server.client(tasks=True, elicitation_handler=colour) as client:
+        task = await client.start_task("ask", {"question": "Task?"})
+        assert await task.result(timeout=10) == "accept: green"
+
+
 async def test_on_2026_a_tasks_question_goes_to_the_elicitation_handler(
     task_server: TaskServer, caplog: pytest.LogCaptureFixture
 ) -> None:
