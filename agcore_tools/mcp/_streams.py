@@ -7,6 +7,7 @@ of every stream."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import Self
 
 from ._matching import coerce_id
-from ._protocol import PROBE
+from ._protocol import LOG_LEVELS, PROBE
 from ._tool_vetting import ToolListVetting
 
 if TYPE_CHECKING:
@@ -115,6 +116,58 @@ class ClosedOnExit:
         await self.aclose()
 
 
+_LEVEL_ALIASES = {
+    "warn": "warning",
+    "err": "error",
+    "crit": "critical",
+    "fatal": "critical",
+    "emerg": "emergency",
+    "panic": "emergency",
+    "information": "info",
+    "informational": "info",
+    "trace": "debug",
+    "verbose": "debug",
+}
+"""The levels servers send outside MCP's eight, as the MCP level they mean (after
+lower-casing: ``"INFO"`` is ``"info"``)."""
+
+
+def mend_log_level(
+    item: SessionMessage | Exception, notification: type[Any]
+) -> SessionMessage | Exception:
+    """``item`` (read from the server), a ``notifications/message`` whose level is
+    spelt otherwise than MCP's (``"warn"``, ``"INFO"``, ``"trace"``) given the MCP
+    level it means. The SDK refused such a message: the app's log got a WARNING with a
+    traceback in its place (at any rate, past the 200 a second the server's messages
+    are held to) and ``on_log`` nothing. ``notification``: the SDK's
+    ``JSONRPCNotification``.
+
+    Example:
+        >>> from mcp.shared.message import SessionMessage
+        >>> from mcp_types import JSONRPCNotification
+        >>> said = JSONRPCNotification(
+        ...     jsonrpc="2.0", method="notifications/message", params={"level": "WARN", "data": 1}
+        ... )
+        >>> mend_log_level(SessionMessage(said), JSONRPCNotification).message.params
+        {'level': 'warning', 'data': 1}
+    """
+    if isinstance(item, Exception):
+        return item
+    message: Any = item.message
+    if not isinstance(message, notification) or message.method != "notifications/message":
+        return item
+    params = message.params
+    level = params.get("level") if isinstance(params, dict) else None
+    if not isinstance(level, str) or level in LOG_LEVELS:
+        return item
+    meant = level.strip().lower()
+    meant = _LEVEL_ALIASES.get(meant, meant)
+    if meant not in LOG_LEVELS:
+        return item  # no level it plainly means: the SDK says what is wrong
+    mended = message.model_copy(update={"params": {**params, "level": meant}})
+    return dataclasses.replace(item, message=mended)
+
+
 class _WatchedReadStream(ClosedOnExit):
     """Forwards to ``inner``; awaits ``on_end`` once when the stream ends or is closed.
     While a ``tools/list`` request waits, what comes passes through ``vetting``; while
@@ -130,6 +183,7 @@ class _WatchedReadStream(ClosedOnExit):
         "_ended",
         "_endings",
         "_inner",
+        "_notification",
         "_on_end",
         "_vetting",
         "_waiting",
@@ -143,7 +197,9 @@ class _WatchedReadStream(ClosedOnExit):
         discover: DiscoverAnswer | None = None,
     ) -> None:
         import anyio
+        from mcp_types import JSONRPCNotification
 
+        self._notification = JSONRPCNotification
         self._discover = discover
         self._inner = inner
         self._on_end = on_end
@@ -175,6 +231,7 @@ class _WatchedReadStream(ClosedOnExit):
             raise
         if self._discover is not None and self._discover.waiting:
             item = self._discover.received(item)
+        item = mend_log_level(item, self._notification)
         if self._waiting and self._vetting is not None:
             return await self._vetting.received(item)
         return item
@@ -193,6 +250,7 @@ class _WatchedReadStream(ClosedOnExit):
             raise
         if self._discover is not None and self._discover.waiting:
             item = self._discover.received(item)
+        item = mend_log_level(item, self._notification)
         if self._waiting and self._vetting is not None:
             return await self._vetting.received(item)
         return item

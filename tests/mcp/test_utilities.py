@@ -146,6 +146,34 @@ def server_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.name == "agcore_tools.mcp.server"]
 
 
+async def test_a_log_level_spelt_otherwise_than_mcps_is_read_as_the_level_it_means(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # "warn", "INFO", "trace": the SDK refused each such message, logging a WARNING with
+    # a traceback in its place (outside the 200-a-second budget), and on_log got nothing.
+    caplog.set_level(logging.DEBUG)
+    spelt = ["warn", "INFO", "Error", "trace", "fatal"]
+    received = Received(len(spelt))
+    async with log_server(received) as client:
+        assert await client.call_tool("log_as", {"text": "ping", "levels": spelt}) == "logged"
+        await received.wait()
+    assert [m.level for m in received.messages] == [
+        "warning",
+        "info",
+        "error",
+        "debug",
+        "critical",
+    ]
+    assert [r.levelno for r in server_records(caplog)] == [
+        logging.WARNING,
+        logging.INFO,
+        logging.ERROR,
+        logging.DEBUG,
+        logging.CRITICAL,
+    ]
+    assert "Failed to validate notification" not in caplog.text
+
+
 async def test_a_servers_log_message_cannot_forge_records_or_drive_the_terminal(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -26,5 +26,19 @@ async def log(
     return "logged"
 
 
+@server.tool(structured_output=False)
+async def log_as(ctx: Context, text: str, levels: list[str]) -> str:
+    """Send ``text`` once at each of ``levels``, spelt as given, MCP's or not
+    (``"warn"``, ``"INFO"``), as servers outside the SDKs do."""
+    import mcp_types as types
+
+    for level in levels:
+        # model_construct: the SDK's own check would refuse the levels that are not MCP's.
+        params = types.LoggingMessageNotificationParams.model_construct(level=level, data=text)
+        notification = types.LoggingMessageNotification(params=params)
+        await ctx.request_context.session.send_notification(notification)
+    return "logged"
+
+
 if __name__ == "__main__":
     server.run()
