@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._aio import with_timeout
@@ -67,6 +67,9 @@ class ParkedQuestion:
     """Whether the answer's time ran out (the server was told ``cancel``). An
     :attr:`answer` done otherwise was withdrawn: the server cancelled its request
     (``notifications/cancelled``), or the connection ended."""
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once the handler has settled the question (answered, timed out or
+    withdrawn): :attr:`answer` is done a loop step before :attr:`timed_out` is set."""
 
 
 class LiveQuestions:
@@ -141,3 +144,5 @@ class LiveQuestions:
                 limit,
             )
             return ElicitResult(action="cancel")
+        finally:
+            parked.settled.set()

@@ -31,6 +31,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from .._aio import with_timeout
 from ..error import McpError, McpTimeoutError, ToolError
 from ..pending import CallPaused, InputRequest
 from ._elicitation import LiveQuestions, ParkedQuestion
@@ -38,6 +39,9 @@ from ._progress import CALLER, ProgressRelay
 from ._results import result_value
 
 logger = logging.getLogger("agcore_tools.mcp")
+
+_SETTLING = 5.0
+"""Seconds a resumed question waits for its handler to settle it (one loop step)."""
 
 __all__ = [
     "ROUND",
@@ -190,6 +194,10 @@ class LiveQuestion(ServerQuestion):
         if self.progress is not None:
             # Its updates from now on belong to the run that resumed it.
             self.progress.caller = CALLER.get()
+        if self.parked.answer.done():
+            # Done a step before the handler says why (its time ran out, or withdrawn);
+            # bounded, as every wait is, though the handler's next step is at hand.
+            await with_timeout(self.parked.settled.wait(), _SETTLING)
         withdrawn = self.parked.answer.done() and not self.parked.timed_out
         if withdrawn:
             logger.warning(
