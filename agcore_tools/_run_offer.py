@@ -130,11 +130,28 @@ class RunOffer:
             embedder=select.embedder,
             catalogue=select.catalogue,
             two_stage=select.two_stage,
+            gone=self._gone,
         )
         if select.two_stage:
             self._load = LoadTool(
-                self._all, self._offered, self._add_found, select.max_results, refused=self._refused
+                self._all,
+                self._offered,
+                self._add_found,
+                select.max_results,
+                refused=self._refused,
+                gone=self._gone,
             )
+
+    async def _gone(self) -> set[str]:
+        """The tools of the run's definitions the registry no longer offers: those
+        unregistered or refused by the permissions since the run took them (this turn's
+        calls, or an MCP server's list changed meanwhile). A search or a load must not
+        tell the model to call one: the next request leaves it out."""
+        registry = self._registry
+        if registry.revision == self._revision:
+            return set()
+        positions = (await current_snapshot(registry)).positions
+        return {name for name in self._offerable if name not in positions}
 
     async def _refresh(self) -> None:
         """Take the registry's tools again when they changed mid-run (a tool registered,

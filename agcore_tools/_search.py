@@ -17,7 +17,7 @@ import logging
 import threading
 import types
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from concurrent.futures import Future
 from typing import Any
 
@@ -61,7 +61,9 @@ class SearchTool(BaseTool):
     ``on_found`` receives the names found, and adds them to the tools the run offers
     from the next request on. With ``catalogue``, a ``server`` parameter, whose enum
     lists the servers of prefixed tool names (``server__tool``), narrows a search to
-    one of them.
+    one of them. ``gone`` gives the names of ``definitions`` the registry no longer
+    offers (unregistered, or refused by the permissions, since the run took them),
+    which a search skips too.
 
     Example:
         >>> tool = SearchTool([], set, print, 5)
@@ -92,8 +94,10 @@ class SearchTool(BaseTool):
         embedder: Embedder | None = None,
         catalogue: bool = False,
         two_stage: bool = False,
+        gone: Callable[[], Awaitable[set[str]]] | None = None,
     ) -> None:
         self._two_stage = two_stage
+        self._gone = gone
         if two_stage:
             self.description = (
                 "Find more tools. Only some tools are listed; describe the task in a few "
@@ -193,8 +197,11 @@ class SearchTool(BaseTool):
     async def _search(self, query: str, server: str | None) -> list[dict[str, Any]]:
         index = await self.index()
         offered = self._offered()
+        # A tool unregistered or refused since the run took the definitions (an MCP
+        # server's list changed mid-turn) was found, and the model told to call it.
+        gone = await self._gone() if self._gone is not None else set()
         names = await asyncio.to_thread(
-            index.search, query, self._limit, server=server, exclude=offered
+            index.search, query, self._limit, server=server, exclude=offered | gone
         )
         # Fewer than the limit: fewer tools were left to offer, or no more of them
         # share a word with the query (a BM25 score of 0 is never returned).
@@ -262,7 +269,8 @@ class LoadTool(BaseTool):
     already offered; ``on_found`` adds names to the tools offered from the next request
     on, at most ``limit`` per call (a search's ``max_results``: the rest are named as
     not loaded). ``refused`` tells a tool the permissions refuse (it is in no
-    definition) from a name no tool has.
+    definition) from a name no tool has; ``gone`` gives the names of ``definitions``
+    the registry no longer offers, which are not loaded.
 
     Example:
         >>> LoadTool([], set, print, 5).parameters["required"]
@@ -294,7 +302,9 @@ class LoadTool(BaseTool):
         limit: int,
         *,
         refused: Callable[[str], bool] = lambda name: False,
+        gone: Callable[[], Awaitable[set[str]]] | None = None,
     ) -> None:
+        self._gone = gone
         self._known = {_name(d) for d in definitions}
         self._offered = offered
         self._on_found = on_found
@@ -311,11 +321,14 @@ class LoadTool(BaseTool):
             return f"Give names: a list of tool names, as {SEARCH_TOOL_NAME} listed them."
         names = list(dict.fromkeys(names))
         offered = self._offered()
-        new = [n for n in names if n in self._known and n not in offered]
+        # Not a tool unregistered or refused since the run took the definitions.
+        gone = await self._gone() if self._gone is not None else set()
+        known = self._known - gone
+        new = [n for n in names if n in known and n not in offered]
         loaded, over = new[: self._limit], set(new[self._limit :])
         self._on_found(loaded)
         callable_now = [n for n in names if n in offered or n in loaded]
-        unknown = [n for n in names if n not in self._known]
+        unknown = [n for n in names if n not in known]
         refused = [n for n in unknown if self._refused(n)]
         parts = []
         if callable_now:

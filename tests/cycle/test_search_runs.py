@@ -272,3 +272,53 @@ async def test_a_guessed_tool_name_under_search_is_told_to_search_not_the_offere
     with pytest.raises(LlmError, match="no offered tool has that name") as raised:
         await make_cycle(server).submit_with_tools("How big is a?", registry, select=search)
     assert "read_file" not in str(raised.value)  # the offered tools are not listed
+
+
+@pytest.mark.parametrize("change", ["unregister", "deny"])
+@pytest.mark.parametrize("two_stage", [False, True], ids=["search", "two-stage"])
+async def test_a_search_mid_turn_never_offers_a_tool_gone_or_refused_since_the_turn_began(
+    serve, make_cycle, change, two_stage
+):
+    # An MCP server's list changed (or the app set a stricter checker) while the model
+    # was answering: the search, over the tools the turn began with, still answered
+    # "weather can be called from your next step" (load_tools loaded it), though the
+    # next request left it out; the model's call to it then stopped the run.
+    registry = _files()
+
+    @registry.tool(permissions=["network"])
+    def weather(city: str) -> str:
+        """The weather forecast in a city."""
+        return "sunny"
+
+    def changed(kind: str, call: tuple[str, dict[str, Any], str]) -> Any:
+        def reply(request: Any) -> Any:  # on the server's thread, as the request arrives
+            if change == "unregister":
+                registry.unregister("weather")
+            else:
+                registry.permission_checker = PermissionChecker(
+                    PermissionConfig(denied=["network"])
+                )
+            return S.reply_tool_calls([call])
+
+        return reply
+
+    search_call = ("search_tools", {"query": "weather forecast in a city"}, "s1")
+    load_call = ("load_tools", {"names": ["weather"]}, "l1")
+    server = serve(changed(change, load_call if two_stage else search_call), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    search = ToolSearch(core=["read_file"], two_stage=two_stage)
+
+    response = await cycle.submit_with_tools("Weather in Oslo?", registry, select=search)
+
+    assert response.text == "ok"
+    answer = tool_messages(cycle.messages)["l1" if two_stage else "s1"]
+    if not two_stage:
+        assert answer == "No other tool matches 'weather forecast in a city'; try other words."
+    elif change == "unregister":
+        assert answer == "No tool is named 'weather'; use the names search_tools listed."
+    else:
+        assert answer == "Not available in this run (the permissions refuse them): weather."
+    own = (
+        ["read_file", "search_tools", "load_tools"] if two_stage else ["read_file", "search_tools"]
+    )
+    assert sent(server) == [own, own]
