@@ -16,6 +16,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from ._attachments import is_attachments_message
 from ._budget import check_budget
 from ._code_mode import RUN_PYTHON, RunPythonTool
 from ._search import LOAD_TOOL_NAME, SEARCH_TOOL_NAME, LoadTool, SearchTool
@@ -36,7 +37,9 @@ def _name(definition: dict[str, Any]) -> str:
 
 def _called_since_user(history: Sequence[Message]) -> list[str]:
     """The tools the history's assistant messages called after its last user message,
-    in the order first called: what a paused run had found and used.
+    in the order first called: what a paused run had found and used. The user messages
+    the loop adds in a run (a tool result's images, after its tool messages) do not
+    start one.
 
     Example:
         >>> call = {"function": {"name": "refund", "arguments": "{}"}}
@@ -45,8 +48,14 @@ def _called_since_user(history: Sequence[Message]) -> list[str]:
         ['refund']
     """
     names: list[str] = []
-    for message in reversed(history):
-        if not isinstance(message, Mapping) or message.get("role") == "user":
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        if not isinstance(message, Mapping):
+            break
+        previous = history[index - 1] if index else None
+        if message.get("role") == "user":
+            if isinstance(previous, Mapping) and is_attachments_message(message, previous):
+                continue
             break
         calls = message.get("tool_calls") if message.get("role") == "assistant" else None
         for call in reversed(calls if isinstance(calls, list) else []):

@@ -13,6 +13,7 @@ import pytest
 
 from agcore_tools import (
     DefinitionBudgetError,
+    Image,
     LlmConfigError,
     LlmError,
     PermissionChecker,
@@ -455,6 +456,47 @@ async def test_a_resumed_run_offers_again_the_tools_its_paused_part_called(
     # A new user message starts a new run: from the core set again.
     await resumed_cycle.submit_with_tools("Never mind order 8", tagged, select=search)
     assert sent(server)[-1] == core
+
+
+async def test_a_resumed_run_offers_again_a_tool_called_before_an_image_it_returned(
+    serve, make_cycle, tagged
+):
+    # A tool's image goes to the model in a user message after the tool messages: a
+    # resume read it as the run's prompt, and offered only the tools called after it,
+    # so the model's next call to the tool that returned the image was answered "find
+    # it with search_tools first".
+    @tagged.tool
+    def receipt(order: int) -> Image:
+        """Show an order's receipt image."""
+        return Image(b"\x89PNG\r\n\x1a\n" + bytes(64))
+
+    @tagged.tool(needs_approval=True)
+    def refund(order: int) -> str:
+        """Refund an order to the customer's card."""
+        return f"refunded {order}"
+
+    search = ToolSearch(core=ToolSelection(tags=["math"]), max_results=2)
+    server = serve(
+        S.reply_tool_calls([("search_tools", {"query": "order receipt refund"}, "s1")]),
+        S.reply_tool_calls([("receipt", {"order": 7}, "i1")]),
+        S.reply_tool_calls([("refund", {"order": 7}, "r1")]),
+        S.reply_tool_calls([("receipt", {"order": 7}, "i2")]),
+        S.reply_text("ok"),
+    )
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("Refund order 7", tagged, select=search)
+    [request] = paused.pending_approvals
+
+    resumed_cycle = make_cycle(server)  # as in another process
+    resumed_cycle.messages = json.loads(json.dumps(cycle.messages))
+    resumed = await resumed_cycle.submit_with_tools(
+        None, tagged, select=search, approvals=[request.approve()]
+    )
+
+    assert resumed.text == "ok"
+    assert tool_messages(resumed_cycle.messages)["i2"].startswith("[image 1 (image/png")
+    core = ["add", "multiply", "search_tools"]
+    assert sent(server)[3:] == [[*core, "receipt", "refund"]] * 2
 
 
 @pytest.mark.parametrize("two_stage", [False, True], ids=["search", "two-stage"])
