@@ -89,6 +89,7 @@ class RunOffer:
         self._resumed = False  # the history's open run's calls re-found (see _turn)
         self._started = False  # a request's tools were given: names are checked before
         self._dropped: set[str] = set()  # selected tools unregistered mid-run, logged
+        self._clashed: set[str] = set()  # tools registered mid-run under own names, logged
         self._search: SearchTool | None = None
         self._load: LoadTool | None = None
         self._code: RunPythonTool | None = None
@@ -179,6 +180,21 @@ class RunOffer:
         snapshot = self._snapshot = await current_snapshot(registry)
         self._revision, self._all, self._whole = snapshot.revision, snapshot.definitions, None
         self._offerable = snapshot.positions
+        clash = sorted(self._own.intersection(self._offerable))
+        if clash:
+            # Checked when the run started, but registered since (an MCP server's list
+            # changed): the run's own tool keeps the name. The registry's tool was run in
+            # its place, unchecked by the permissions, and could be found and offered
+            # next to it, under one name.
+            self._all = [d for d in self._all if _name(d) not in self._own]
+            self._offerable = {n: i for n, i in self._offerable.items() if n not in self._own}
+            if not self._clashed.issuperset(clash):
+                self._clashed.update(clash)
+                logger.warning(
+                    "tools registered during the run have the names of the run's own "
+                    "tools: %s; they are not offered nor run in this run: rename them",
+                    ", ".join(clash),
+                )
         self._views.clear()
         self._found = [name for name in self._found if name in self._offerable]
         if isinstance(self._select, ToolSearch) and self._search is not None:
@@ -233,7 +249,7 @@ class RunOffer:
                 self._add_found([n for n in _called_since_user(history) if n in self._offerable])
             # Core tools in registration order, the search tool, then what was found in
             # the order found: each search only appends.
-            core = self._core = self._chosen(select.core, history)
+            core = self._core = self._chosen(select.core, history).difference(self._own)
             snapshot = self._snapshot
             chosen = snapshot.in_order(core)
             chosen.append(search.definition())
@@ -286,13 +302,17 @@ class RunOffer:
             registry = self._registry
             entries: list[ToolEntry] = []
             for name in names:
-                entry = registry.entry(name)
-                if entry is None and name == SEARCH_TOOL_NAME and self._search is not None:
+                # The run's own tools first: a registry's tool of the same name,
+                # registered since the run started, is not run in their place.
+                entry: ToolEntry | None
+                if name == SEARCH_TOOL_NAME and self._search is not None:
                     entry = ToolEntry(self._search)
-                elif entry is None and name == LOAD_TOOL_NAME and self._load is not None:
+                elif name == LOAD_TOOL_NAME and self._load is not None:
                     entry = ToolEntry(self._load)
-                elif entry is None and name == RUN_PYTHON and self._code is not None:
+                elif name == RUN_PYTHON and self._code is not None:
                     entry = ToolEntry(self._code)
+                else:
+                    entry = registry.entry(name)
                 if entry is not None:
                     entries.append(entry)
             # The same entry objects: stats and strict schemas stay shared.
