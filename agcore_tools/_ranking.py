@@ -160,7 +160,9 @@ REFERENCES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
             r"(?<![\w:/.])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)+"
-            r"|\b[\w-]+\.(?:txt|md|log|json|yaml|yml|csv|py|ts|js|toml|ini|pdf)\b"
+            # From the start of a run of word characters and hyphens only: tried from
+            # each word of "a-b-c-...", a long run took time quadratic in its length.
+            r"|(?<![\w-])-*\w[\w-]*\.(?:txt|md|log|json|yaml|yml|csv|py|ts|js|toml|ini|pdf)\b"
         ),
         "file",
     ),

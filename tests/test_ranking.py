@@ -272,3 +272,15 @@ def test_a_tool_cannot_claim_another_tools_name_by_writing_the_note_itself() -> 
         ]
     )
     assert index.search("read_file", 1) == ["fs__read_file"]
+
+
+def test_a_long_hyphenated_query_is_read_in_time_linear_in_its_length():
+    # A file name ("notes.txt") was looked for from each word of a run such as
+    # "ab-ab-ab-...": 45,000 characters took 7 s, this query minutes, in the search's
+    # thread but holding the GIL, so the event loop stood still meanwhile.
+    index = ToolIndex(
+        [{"type": "function", "function": {"name": "open_doc", "description": "Open a file."}}]
+    )
+    run = "ab-" * 100_000
+    assert index.search(run, 5) == []
+    assert index.search(run + "notes.txt", 5) == ["open_doc"]  # a file: still found
