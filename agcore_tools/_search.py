@@ -232,6 +232,8 @@ class SearchTool(BaseTool):
         if not isinstance(query, str) or not query.strip():
             return "Give a query: a few words describing the tool you need."
         given = args.get("server") if self._servers else None
+        if isinstance(given, str) and not given.strip():
+            given = None  # what a model fills an optional parameter with: no filter
         servers = ", ".join(sorted(self._servers))
         if given is not None and not isinstance(given, str):  # a list: no one name
             return f"Give server as one name (a string); the servers are {servers}."

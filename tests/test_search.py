@@ -278,6 +278,22 @@ async def test_a_catalogue_search_reads_a_server_name_in_any_case():
     assert text == "No server is named 'GIT'; the servers are Git, GitHub, git, gitlab."
 
 
+@pytest.mark.parametrize("server", ["", "  "], ids=["empty", "blank"])
+async def test_a_catalogue_search_given_an_empty_server_searches_every_server(server):
+    # A model fills an optional parameter it does not use with "": it was told "No
+    # server is named ''" and had to search again, a turn lost.
+    tools = [_definition("git__git_commit", "Record changes."), _definition("web__fetch", "Fetch.")]
+    found: list[list[str]] = []
+    search = SearchTool(tools, set, found.append, 5, catalogue=True)
+
+    text = await search.execute({"query": "record changes", "server": server}, ToolContext())
+
+    assert found == [["git__git_commit"]]
+    assert (
+        text == "These tools can be called from your next step:\n- git__git_commit: Record changes."
+    )
+
+
 async def test_a_description_with_a_list_in_it_does_not_read_as_more_tools_found():
     # Each line of a found tool's description came as written after "- name: ": a
     # markdown list in it ("- Single line: ...") read as more tools found.
