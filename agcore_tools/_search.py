@@ -191,6 +191,8 @@ class SearchTool(BaseTool):
         in every later request of the run."""
         index = await self.index()
         offered = self._offered()
+        if self._gone is not None:  # offered when the turn began, gone since
+            offered = offered - await self._gone()
         named = [n for n in index.named(query) if server is None or server_of(n) == server]
         return named if all(n in offered for n in named) else []
 
@@ -329,7 +331,7 @@ class LoadTool(BaseTool):
         new = [n for n in names if n in known and n not in offered]
         loaded, over = new[: self._limit], set(new[self._limit :])
         self._on_found(loaded)
-        callable_now = [n for n in names if n in offered or n in loaded]
+        callable_now = [n for n in names if n not in gone and (n in offered or n in loaded)]
         unknown = [n for n in names if n not in known]
         refused = [n for n in unknown if self._refused(n)]
         parts = []

@@ -274,6 +274,7 @@ def test_a_tool_cannot_claim_another_tools_name_by_writing_the_note_itself() -> 
     assert index.search("read_file", 1) == ["fs__read_file"]
 
 
+@pytest.mark.timeout(10)  # the quadratic pattern took minutes (about 270 s)
 def test_a_long_hyphenated_query_is_read_in_time_linear_in_its_length():
     # A file name ("notes.txt") was looked for from each word of a run such as
     # "ab-ab-ab-...": 45,000 characters took 7 s, this query minutes, in the search's

@@ -12,7 +12,7 @@ import pytest
 
 from agcore_tools import CycleConfig, LlmCycle, ToolContext, ToolRegistry, ToolSearch
 from agcore_tools._ranking import ToolIndex, words
-from agcore_tools._search import SearchTool
+from agcore_tools._search import LoadTool, SearchTool
 from agcore_tools.testing import ScriptedChatServer as S
 from agcore_tools.testing import StaticTool
 
@@ -329,3 +329,24 @@ def test_bm25s_leaves_an_apps_warning_level_logging_quiet():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert "bm25s" not in ran.stderr, ran.stderr
+
+
+async def _weather_gone() -> set[str]:
+    return {"weather"}
+
+
+async def test_a_tool_offered_and_then_gone_mid_turn_is_not_called_callable() -> None:
+    # Offered earlier in the run, unregistered (or refused) during this turn: the next
+    # request leaves it out, so neither load_tools nor search_tools may say to call it.
+    tools = [
+        _definition("weather", "Weather forecast."),
+        _definition("read_file", "Read."),
+    ]
+    load = LoadTool(tools, lambda: {"weather"}, lambda names: None, 5, gone=_weather_gone)
+    search = SearchTool(tools, lambda: {"weather"}, lambda names: None, 5, gone=_weather_gone)
+
+    loaded = await load.execute({"names": ["weather"]}, ToolContext())
+    found = await search.execute({"query": "weather"}, ToolContext())
+
+    assert loaded == "No tool is named 'weather'; use the names search_tools listed."
+    assert found == "No other tool matches 'weather'; try other words."
