@@ -176,11 +176,12 @@ class ToolSearch:
                 f"ToolSearch.core takes tool names or a selection, got {self.core!r}"
             )
         object.__setattr__(self, "core", reusable(self.core))
-        if not isinstance(self.max_results, int) or self.max_results < 1:
+        # A bool is an int to isinstance: max_results=True read as 1, budget=False as 0.
+        if _not_int(self.max_results) or self.max_results < 1:
             raise LlmConfigError(
                 f"ToolSearch.max_results must be at least 1, got {self.max_results!r}"
             )
-        if self.budget is not None and (not isinstance(self.budget, int) or self.budget < 0):
+        if self.budget is not None and (_not_int(self.budget) or self.budget < 0):
             raise LlmConfigError(
                 f"ToolSearch.budget must be at least 0 or None, got {self.budget!r}"
             )
@@ -419,3 +420,13 @@ def resolve(select: Selector, history: Sequence[Message], registry: ToolRegistry
     else:
         chosen = set(select)
     return chosen
+
+
+def _not_int(value: object) -> bool:
+    """Whether ``value`` is not an integer (a bool is none, though ``isinstance`` says so).
+
+    Example:
+        >>> [_not_int(v) for v in (5, True, 5.0)]
+        [False, True, True]
+    """
+    return not isinstance(value, int) or isinstance(value, bool)

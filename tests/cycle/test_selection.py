@@ -356,7 +356,9 @@ def test_an_async_function_where_a_plain_one_goes_is_refused_when_made():
     ("options", "message"),
     [
         ({"max_results": 0}, "max_results must be at least 1"),
+        ({"max_results": True}, "max_results must be at least 1, got True"),
         ({"budget": -1}, "budget must be at least 0 or None"),
+        ({"budget": False}, "budget must be at least 0 or None, got False"),
     ],
 )
 def test_search_settings_are_checked(options, message):
