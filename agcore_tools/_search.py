@@ -218,10 +218,12 @@ class SearchTool(BaseTool):
 
     def _server_named(self, name: str) -> str | None:
         """The server ``name`` names: itself, or the one server whose name it is but
-        for case (a model writes "github" for "GitHub"); None for no server."""
+        for case or spaces around it (a model writes "github " for "GitHub"); None for
+        no server."""
         if name in self._servers:
             return name
-        folded = [server for server in self._servers if server.casefold() == name.casefold()]
+        key = name.strip().casefold()
+        folded = [server for server in self._servers if server.casefold() == key]
         return folded[0] if len(folded) == 1 else None
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:

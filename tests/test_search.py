@@ -294,6 +294,16 @@ async def test_a_catalogue_search_given_an_empty_server_searches_every_server(se
     )
 
 
+async def test_a_catalogue_search_reads_a_server_name_with_spaces_around_it():
+    tools = [_definition("git__git_commit", "Record changes."), _definition("web__fetch", "Fetch.")]
+    found: list[list[str]] = []
+    search = SearchTool(tools, set, found.append, 5, catalogue=True)
+
+    await search.execute({"query": "record changes", "server": " Git "}, ToolContext())
+
+    assert found == [["git__git_commit"]]
+
+
 async def test_a_description_with_a_list_in_it_does_not_read_as_more_tools_found():
     # Each line of a found tool's description came as written after "- name: ": a
     # markdown list in it ("- Single line: ...") read as more tools found.
