@@ -205,12 +205,16 @@ def check_history(messages: Sequence[Any]) -> None:
             if read is not None and isinstance(messages, MutableSequence):
                 messages[index] = read
         else:
-            fix = (
-                'put message.to_dict() there (with "content": "" next to tool calls), or '
-                "hand such messages to submit_messages(), which reads them so"
-                if isinstance(message, BaseModel)
-                else 'put {"role": ..., "content": ...} there'
-            )
+            if isinstance(message, BaseModel):
+                fix = (
+                    'put message.to_dict() there (with "content": "" next to tool calls), '
+                    "or hand such messages to submit_messages(), which reads them so"
+                )
+            elif isinstance(message, list):  # cycle.messages.append(messages)
+                fix = "extend the history with a list of messages rather than append it"
+            else:
+                fix = 'put {"role": ..., "content": ...} there'
+
             raise LlmUsageError(
                 f"cycle.messages[{index}] is a {kind(message)}, not a dict: the history "
                 f"holds messages as dicts (with a role), so {fix}"

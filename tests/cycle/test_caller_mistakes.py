@@ -724,6 +724,10 @@ async def test_a_history_holding_something_else_than_dicts_is_refused_naming_it(
     cycle.messages[1:2] = ["Adding."]
     with pytest.raises(TypeError, match=r"cycle\.messages\[1\] is a str, not a dict"):
         await cycle.submit("Tomorrow?")
+    # cycle.messages.append(more) where extend was meant: a list in the list.
+    cycle.messages[1:2] = [[{"role": "assistant", "content": "Adding."}]]
+    with pytest.raises(TypeError, match=r"\[1\] is a list, not a dict: .* extend the history"):
+        await cycle.submit("Tomorrow?")
 
 
 @pytest.mark.parametrize(
