@@ -149,15 +149,41 @@ def _refuse_open_given(calls: list[Any]) -> None:
     """
     if not calls:
         return
-    named = ", ".join(f"{call.call_id} to {call.name}" for call in calls[:5])
-    more = f" and {len(calls) - 5} more" if len(calls) > 5 else ""
     raise LlmUsageError(
-        f"the messages given end with tool calls that no tool message answers ({named}"
-        f"{more}), which OpenAI's APIs refuse, so nothing was sent: append their answers "
+        f"the messages given end with tool calls that no tool message answers "
+        f"({_named(calls)}), which OpenAI's APIs refuse, so nothing was sent: append their answers "
         "(registry.run_tool_calls() of the calls gives them), or put the messages in "
         "cycle.messages as dicts and call submit_with_tools(None, registry), which runs "
         "the calls"
     )
+
+
+def _refuse_open_history(calls: list[Any]) -> None:
+    """Refuse, before anything is sent, a run given no message and no tools
+    (``submit_messages([])``) on a history that ends with tool calls no tool message
+    answers: it would send them unanswered, which OpenAI's APIs refuse (a 400).
+
+    Example:
+        >>> from agcore_tools.calls import parse_call
+        >>> _refuse_open_history([parse_call("add", "c1", "{}")])
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmUsageError: the history ends with tool calls that no tool message answers (c1 to add), which OpenAI's APIs refuse, so nothing was sent: append their answers to cycle.messages (registry.run_tool_calls() of the calls gives them), or call submit_with_tools(None, registry), which runs the calls
+    """
+    if not calls:
+        return
+    raise LlmUsageError(
+        f"the history ends with tool calls that no tool message answers ({_named(calls)}), "
+        "which OpenAI's APIs refuse, so nothing was sent: append their answers to "
+        "cycle.messages (registry.run_tool_calls() of the calls gives them), or call "
+        "submit_with_tools(None, registry), which runs the calls"
+    )
+
+
+def _named(calls: list[Any]) -> str:
+    """The first calls as ``id to name``, and how many more there are."""
+    named = ", ".join(f"{call.call_id} to {call.name}" for call in calls[:5])
+    return named + (f" and {len(calls) - 5} more" if len(calls) > 5 else "")
 
 
 def _check_stop(ctx: ToolContext, usage: Usage) -> None:
@@ -327,6 +353,8 @@ class Run:
             drop_program_states(messages)  # open calls the app answered itself
             if added:
                 _refuse_open_given(unanswered_calls(messages[start:]))
+            elif registry is None:  # submit_messages([]): nothing moves on from them
+                _refuse_open_history(unanswered_calls(messages))
             served = forced_choice_served(messages)
             # A history made by another cycle (saved, resumed) has ids of its own.
             if IDS_PAST_HISTORY.get():

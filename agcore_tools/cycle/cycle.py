@@ -197,7 +197,8 @@ class LlmCycle(TranscriptViews):
         go on with ``submit_with_tools(None, registry)``, which runs them.
 
         ``submit_messages([])`` resends the history as it is, without tools, for example
-        after a failed request. To go on with a tool loop that stopped (an error,
+        after a failed request; one that ends with unanswered tool calls is refused
+        the same way, unsent. To go on with a tool loop that stopped (an error,
         ``max_turns``), use ``submit_with_tools(None, registry)``.
 
         Example:

@@ -700,6 +700,31 @@ async def test_submit_messages_ending_with_unanswered_calls_is_refused_unsent(
     assert cycle.messages == [{"role": "system", "content": "Be brief."}]
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_submit_messages_of_nothing_on_a_history_ending_with_open_calls_is_refused(
+    serve: Serve, make_cycle: Callable[..., LlmCycle], calc: ToolRegistry, api: str
+) -> None:
+    # A call without tools ends with the model's calls for the app to run; resending
+    # the history before they are answered sends a request every API refuses (a 400).
+    server = serve(S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")]), S.reply_text("5"))
+    cycle = make_cycle(server, api=api)
+    await cycle.submit("2 + 3?")
+    history = json.loads(json.dumps(cycle.messages))
+
+    with pytest.raises(TypeError) as info:
+        await cycle.submit_messages([])
+
+    _assert_caller_mistake(info.value)
+    assert "history ends with tool calls" in str(info.value)
+    assert "(c1 to add)" in str(info.value) and "submit_with_tools(None" in str(info.value)
+    assert len(server.requests) == 1 and calc.runs == []
+    assert cycle.messages == history
+    # Answered, the history goes out as it is.
+    cycle.messages.extend(await calc.run_tool_calls(cycle.messages[-1]["tool_calls"]))
+    assert (await cycle.submit_messages([])).text == "5"
+    assert len(server.requests) == 2
+
+
 async def test_a_history_holding_something_else_than_dicts_is_refused_naming_it(
     serve: Serve, make_cycle: Callable[..., LlmCycle], calc: ToolRegistry
 ) -> None:
