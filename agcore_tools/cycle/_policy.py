@@ -98,6 +98,7 @@ def check_tool_choice(params: Mapping[str, Any]) -> None:
     """Refuse (:class:`~agcore_tools.LlmConfigError`) a request whose ``tool_choice``
     names a function it does not offer, before it is sent: a server answers that with
     an error (llama-cpp-python's is a 500, retried as any 500), never with the call.
+    So is one that forces a custom tool, in either API's shape: the loop offers none.
     A request without tools sends no ``tool_choice`` at all.
 
     Example:
@@ -107,9 +108,21 @@ def check_tool_choice(params: Mapping[str, Any]) -> None:
         Traceback (most recent call last):
         ...
         agcore_tools.error.LlmConfigError: tool_choice names 'get_wether', which this request does not offer (did you mean 'get_weather'?): the tools offered are get_weather; name one of them, or offer it (submit_with_tools' registry, its select=)
+        >>> check_tool_choice({"tools": tools, "tool_choice": {"type": "custom", "name": "get_weather"}})
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmConfigError: tool_choice forces the custom tool 'get_weather', but the loop offers function tools only (a registry's), never a custom one, so the API would refuse the request: force a function tool instead, {'type': 'function', 'name': 'get_weather'}
     """
     tools = params.get("tools")
-    name = _chosen(params.get("tool_choice"))
+    choice = params.get("tool_choice")
+    custom = _custom(choice)
+    if tools and custom is not None:
+        raise LlmConfigError(
+            f"tool_choice forces the custom tool {custom!r}, but the loop offers function "
+            "tools only (a registry's), never a custom one, so the API would refuse the "
+            f"request: force a function tool instead, {{'type': 'function', 'name': {custom!r}}}"
+        )
+    name = _chosen(choice)
     if not tools or name is None:
         return
     offered = [n for n in map(_tool_name, tools) if n is not None]
@@ -135,6 +148,15 @@ def _chosen(choice: Any) -> str | None:
     function = choice.get("function")
     name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
     return name if isinstance(name, str) else None
+
+
+def _custom(choice: Any) -> str | None:
+    # The custom tool a tool_choice forces, in the Chat or the Responses shape.
+    if not isinstance(choice, Mapping) or choice.get("type") != "custom":
+        return None
+    custom = choice.get("custom")
+    name = custom.get("name") if isinstance(custom, Mapping) else choice.get("name")
+    return str(name)
 
 
 def _tool_name(tool: Any) -> str | None:

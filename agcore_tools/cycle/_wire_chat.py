@@ -71,21 +71,23 @@ class ChatWire:
 
 def _chat_tool_choice(choice: Mapping[str, Any]) -> Any:
     """A ``tool_choice`` given in the Responses shape (``{"type": "function", "name":
-    ...}``, an ``allowed_tools`` with ``mode`` and ``tools`` at its top) in the Chat
-    Completions shape, which Chat Completions takes only (a 400 "Missing required
+    ...}`` or ``"custom"``, an ``allowed_tools`` with ``mode`` and ``tools`` at its top)
+    in the Chat Completions shape, which Chat Completions takes only (a 400 "Missing required
     parameter: 'tool_choice.function'"); one in the Chat shape as it is. The Responses
     wire translates the other way.
 
     Example:
         >>> _chat_tool_choice({"type": "function", "name": "add"})
         {'type': 'function', 'function': {'name': 'add'}}
+        >>> _chat_tool_choice({"type": "custom", "name": "grep"})
+        {'type': 'custom', 'custom': {'name': 'grep'}}
         >>> _chat_tool_choice({"type": "allowed_tools", "mode": "required",
         ...                   "tools": [{"type": "function", "name": "add"}]})
         {'type': 'allowed_tools', 'allowed_tools': {'mode': 'required', 'tools': [{'type': 'function', 'function': {'name': 'add'}}]}}
     """
     kind = choice.get("type")
-    if kind == "function" and "function" not in choice and "name" in choice:
-        return {"type": "function", "function": {"name": choice["name"]}}
+    if kind in ("function", "custom") and kind not in choice and "name" in choice:
+        return {"type": kind, kind: {"name": choice["name"]}}
     if kind == "allowed_tools" and "allowed_tools" not in choice and "tools" in choice:
         tools = choice.get("tools")
         listed = (

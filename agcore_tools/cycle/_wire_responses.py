@@ -413,9 +413,10 @@ def to_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
 def _tool_choice(choice: Any) -> Any:
     if not isinstance(choice, Mapping):
         return choice
-    function = choice.get("function")
-    if choice.get("type") == "function" and isinstance(function, Mapping):
-        return {"type": "function", "name": function.get("name")}
+    kind = choice.get("type")
+    named = choice.get(kind) if kind in ("function", "custom") else None
+    if isinstance(named, Mapping):  # {"type": "function", "function": {"name": ...}}
+        return {"type": kind, "name": named.get("name")}
     allowed = choice.get("allowed_tools")
     if choice.get("type") == "allowed_tools" and isinstance(allowed, Mapping):
         tools = [_tool_choice(tool) for tool in allowed.get("tools") or ()]

@@ -83,8 +83,9 @@ reads them: in lower case, without surrounding spaces (before: as recorded, so a
 ``mcp:GitHub`` and a policy's ``mcp:github`` did not match)."""
 UNOFFERED_CHOICE_REFUSED = "agcore-unoffered-choice-refused"
 """A request whose ``tool_choice`` names a tool it does not offer (a typo, a tool a
-``select=`` left out) fails the run before the model request is scheduled (before: the
-``agcore.model_request`` activity ran and the server's error failed the run)."""
+``select=`` left out), or forces a custom tool, fails the run before the model request
+is scheduled (before: the ``agcore.model_request`` activity ran and the server's error
+failed the run)."""
 NON_FINITE_REFUSED = "agcore-non-finite-arguments-refused"
 """A model's tool call whose arguments hold ``NaN``, ``Infinity``, ``-Infinity`` or a
 number past a float's range (a code-mode program's call too, and an approval's edited

@@ -851,6 +851,30 @@ async def test_a_tool_choice_naming_a_tool_not_offered_is_refused_before_sending
     assert server.requests == [] and cycle.messages == []
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize(
+    "choice",
+    [{"type": "custom", "name": "add"}, {"type": "custom", "custom": {"name": "add"}}],
+    ids=["responses-shape", "chat-shape"],
+)
+async def test_a_tool_choice_forcing_a_custom_tool_is_refused_before_sending(
+    serve: Serve, make_cycle: Callable[..., LlmCycle], api: str, choice: dict[str, Any]
+) -> None:
+    # The loop offers function tools only: sent, the request forced a tool it does not
+    # offer as a custom one (and Chat Completions read the Responses shape as missing
+    # its "custom" field), which the API refuses.
+    server = serve(S.reply_text("never sent"))
+    cycle = make_cycle(server, api=api, tool_choice=choice)
+
+    with pytest.raises(LlmConfigError) as info:
+        await cycle.submit_with_tools("2 + 3?", list(_tools()))
+
+    assert isinstance(info.value, ValueError) and "\n" not in str(info.value)
+    assert str(info.value).startswith("tool_choice forces the custom tool 'add', but the loop")
+    assert "{'type': 'function', 'name': 'add'}" in str(info.value)
+    assert server.requests == [] and cycle.messages == []
+
+
 def test_a_tool_choice_naming_a_tool_not_offered_lists_a_bounded_number() -> None:
     tools = [{"type": "function", "function": {"name": f"tool_{n}"}} for n in range(40)]
     choice = {"type": "function", "function": {"name": "tool_x"}}

@@ -891,6 +891,26 @@ async def test_a_responses_shaped_allowed_tools_choice_holds_on_every_request(
     assert [r.json["tool_choice"] for r in server.requests] == [choice, relaxed, relaxed]
 
 
+async def test_a_chat_shaped_allowed_tools_choice_goes_to_responses_in_its_shape(
+    serve, make_cycle, calc
+):
+    # The custom tool's entry kept its Chat shape, {"custom": {"name": ...}}, which the
+    # Responses API does not read.
+    server = serve(S.reply_tool_calls([("add", {"a": 1, "b": 2})]), S.reply_text("3"))
+    listed = [
+        {"type": "function", "function": {"name": "add"}},
+        {"type": "custom", "custom": {"name": "g"}},
+    ]
+    choice = {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": listed}}
+    cycle = make_cycle(server, api="responses", tool_choice=choice)
+
+    assert (await cycle.submit_with_tools("1 + 2?", calc)).text == "3"
+
+    tools = [{"type": "function", "name": "add"}, {"type": "custom", "name": "g"}]
+    sent = {"type": "allowed_tools", "mode": "auto", "tools": tools}
+    assert [r.json["tool_choice"] for r in server.requests] == [sent, sent]
+
+
 async def test_schema_transforms_see_the_chat_shape_a_responses_run_converts(serve, make_cycle):
     # SchemaContext.api said "the API the definitions are built for", and a Responses
     # run's transforms saw "chat": the run builds chat definitions and converts them.
