@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from ..error import LlmUsageError
 
-__all__ = ["ROLES", "check_history", "given_messages", "kind", "without_parsed"]
+__all__ = ["ROLES", "check_history", "given_messages", "has_parsed", "kind", "without_parsed"]
 
 Message = dict[str, Any]
 
@@ -179,6 +179,36 @@ def without_parsed(message: Mapping[str, Any]) -> dict[str, Any]:
             _without(part) if isinstance(part, Mapping) else part for part in content
         ]
     return data
+
+
+def has_parsed(message: Mapping[str, Any]) -> bool:
+    """Whether ``message`` holds something :func:`without_parsed` leaves out.
+
+    Example:
+        >>> has_parsed({"role": "assistant", "content": "{}", "parsed": {}})
+        True
+        >>> has_parsed({"role": "assistant", "content": "{}"})
+        False
+    """
+    if any(key in message for key in _PARSED):
+        return True
+    calls = message.get("tool_calls", ())
+    if calls is None:
+        return True
+    content = message.get("content")
+    parts = [
+        *(calls if isinstance(calls, list) else ()),
+        *(content if isinstance(content, list) else ()),
+    ]
+    for part in parts:
+        if not isinstance(part, Mapping):
+            continue
+        inner = part.get("function")
+        if any(key in part for key in _PARSED) or (
+            isinstance(inner, Mapping) and any(key in inner for key in _PARSED)
+        ):
+            return True
+    return False
 
 
 def _without(value: Mapping[str, Any]) -> Any:

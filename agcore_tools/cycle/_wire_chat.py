@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._body import lighten, without_unused_tool_options
+from ._given import has_parsed, without_parsed
 from ._policy import SAVED_KEYS
 from ._stream import TurnBuilder
 from ._trace import RunTrace
@@ -27,8 +28,9 @@ _LISTS = ("messages", "tools")
 
 class ChatWire:
     """``chat.completions.create``, with the history sent as it is, less the
-    Responses API's ``response`` key of its assistant messages and the library's own
-    keys on their tool calls (:data:`~agcore_tools.cycle._policy.SAVED_KEYS`)."""
+    Responses API's ``response`` key of its assistant messages, the library's own
+    keys on their tool calls (:data:`~agcore_tools.cycle._policy.SAVED_KEYS`) and what
+    the SDK's ``parse()`` added to one (:func:`~agcore_tools.cycle._given.without_parsed`)."""
 
     __slots__ = ()
 
@@ -110,6 +112,11 @@ def _chat_message(message: Message) -> Message:
         return message
     if "response" in message:
         message = {key: value for key, value in message.items() if key != "response"}
+    if has_parsed(message):
+        # An app's chat.completions.parse() answer, its to_dict() put in the history:
+        # "parsed" and the calls' "parsed_arguments" repeat what the message says, in
+        # keys the API refuses.
+        message = without_parsed(message)
     calls = message.get("tool_calls")
     # An open call's saved state and MAC stay in the history, never in a request (an
     # app that answered only some open calls itself sends the others as they are).

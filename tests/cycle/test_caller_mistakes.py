@@ -3,6 +3,7 @@ for tools passed without a registry, simply works."""
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from dataclasses import replace
@@ -667,6 +668,47 @@ async def test_submit_messages_leaves_out_what_the_sdks_parse_helper_added(
             "function": {"name": "Sum", "arguments": '{"a": 2, "b": 3}'},
         }
     ]
+
+
+@pytest.mark.parametrize("kind", ["response_format", "tools"])
+async def test_a_parse_helper_answer_put_in_a_chat_history_goes_without_what_the_sdk_added(
+    serve: Serve, make_cycle: Callable[..., LlmCycle], kind: str
+) -> None:
+    # Its to_dict() in cycle.messages went out with "parsed" (and each call's
+    # parsed_arguments), keys Chat Completions refuses; the history keeps them.
+    class Sum(BaseModel):
+        a: int
+        b: int
+
+    first = (
+        S.reply_text('{"a": 2, "b": 3}')
+        if kind == "response_format"
+        else S.reply_tool_calls([("Sum", {"a": 2, "b": 3}, "c1")])
+    )
+    server = serve(first, S.reply_text("5"))
+    cycle = make_cycle(server)
+    assert cycle.client is not None
+    asked = [{"role": "user", "content": "2 + 3?"}]
+    options: dict[str, Any] = (
+        {"response_format": Sum}
+        if kind == "response_format"
+        else {"tools": [pydantic_function_tool(Sum)]}
+    )
+    completion = await cycle.client.chat.completions.parse(model="m", messages=asked, **options)
+    message = completion.choices[0].message.to_dict()
+    answers = [{"role": "tool", "tool_call_id": "c1", "content": "5"}] if kind == "tools" else []
+    cycle.messages[:] = [*asked, message, *answers]
+    kept = copy.deepcopy(message)
+
+    await cycle.submit("And 3 + 4?")
+
+    sent = server.requests[-1].json["messages"][1]
+    expected = {k: v for k, v in message.items() if k not in ("parsed", "tool_calls")}
+    if kind == "tools":
+        function = {"name": "Sum", "arguments": '{"a": 2, "b": 3}'}
+        expected["tool_calls"] = [{"id": "c1", "type": "function", "function": function}]
+    assert sent == expected
+    assert cycle.messages[1] == kept  # the history as the app put it
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
