@@ -90,12 +90,17 @@ class ResponsesWire:
 
     @staticmethod
     def check_background(
-        params: Mapping[str, Any], stream: bool, fitted_by: str | None = None
+        params: Mapping[str, Any],
+        stream: bool,
+        fitted_by: str | None = None,
+        *,
+        durable: bool = False,
     ) -> None:
         """Refuse an unstreamed ``background=True`` request: its answer is a queued
         response with no output, which the loop would take for an empty answer while the
         work went on, billed, unread. ``fitted_by`` names the server profile that made a
-        streamed turn unstreamed, if one did.
+        streamed turn unstreamed, if one did; ``durable`` says the request is a Temporal
+        run's, which the ``agcore.model_request`` activity never streams.
 
         Example:
             >>> ResponsesWire.check_background({"background": True}, stream=True)
@@ -106,6 +111,12 @@ class ResponsesWire:
         """
         if stream or not params.get("background"):
             return
+        if durable:
+            raise LlmConfigError(
+                "CycleConfig(background=True) needs a streamed run: unstreamed, a background "
+                "response comes back queued, with no output for the loop to go on from, and "
+                "a Temporal run's model requests are never streamed; drop background=True"
+            )
         why = (
             f"the {fitted_by} server profile sends this turn unstreamed (it cannot stream "
             "tool calls)"

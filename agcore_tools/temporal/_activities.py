@@ -25,6 +25,7 @@ from .._sandbox import MontySandbox
 from .._unicode import scrub_json
 from ..base import ToolContext
 from ..calls import rule_verdict
+from ..cycle._wire_responses import ResponsesWire
 from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
 from ..error import (
@@ -42,6 +43,7 @@ from ._activity_options import ToolActivityOptions
 from ._payloads import (
     APPROVAL_RULE_RAISED,
     CATALOGUE_TOO_LARGE,
+    CONFIG_REFUSED,
     MODEL_REFUSED,
     PAYLOAD_LIMIT,
     PROGRAM_TOO_LARGE,
@@ -486,12 +488,20 @@ class ToolActivities:
 
     @activity.defn(name="agcore.model_request")
     async def model_request(self, request: ModelRequest) -> dict[str, Any]:
-        """Send one request; return the completion as the JSON the server sent."""
+        """Send one request; return the completion as the JSON the server sent. One
+        this activity cannot serve (``background=True``: it never streams) fails
+        unsent, not retried."""
         from openai import APIStatusError, OpenAIError
 
         assert self._requester is not None  # only offered with a client
         wire = wire_for(_wire_config(request))
-        resource, params = wire.request(self._requester, request.parameters())
+        parameters = request.parameters()
+        if request.api == "responses":
+            try:
+                ResponsesWire.check_background(parameters, False, durable=True)
+            except LlmConfigError as exc:
+                raise ApplicationError(str(exc), type=CONFIG_REFUSED, non_retryable=True) from exc
+        resource, params = wire.request(self._requester, parameters)
         try:
             raw = await resource.with_raw_response.create(**params)
             body: dict[str, Any] = json.loads(raw.http_response.content)

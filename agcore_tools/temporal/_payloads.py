@@ -38,6 +38,7 @@ from ..permission import Permission, PermissionConfig
 __all__ = [
     "APPROVAL_RULE_RAISED",
     "CATALOGUE_TOO_LARGE",
+    "CONFIG_REFUSED",
     "PAYLOAD_LIMIT",
     "PROGRAM_TOO_LARGE",
     "Catalogue",
@@ -68,6 +69,10 @@ activity's start-to-close timeout (retried as the server's timeout is); its one 
 says whether the tool had started."""
 MODEL_REFUSED = "ModelRequestRefused"
 """The ``ApplicationError`` type of a model request no retry can fix (a 4xx answer)."""
+CONFIG_REFUSED = "LlmConfigError"
+"""The ``ApplicationError`` type of a model request refused before it was sent, for a
+setting the in-process loop refuses too (``background=True``, which the activity never
+streams): the workflow raises it as that :class:`~agcore_tools.error.LlmConfigError`."""
 PROGRAM_TOO_LARGE = "ProgramSnapshotTooLarge"
 """The ``ApplicationError`` type of a code-mode program's step whose output (its
 snapshot, printed output, result) would not fit in the workflow's history."""

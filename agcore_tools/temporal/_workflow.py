@@ -19,7 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 # The sandbox decides how these load (see _worker.sandbox_runner): passed through on a
 # worker, re-imported under its restrictions by the replay test.
@@ -52,6 +52,7 @@ from ..registry import ToolRegistry
 from ..schema._validate import check_against_schema
 from . import _patches as patches
 from ._payloads import (
+    CONFIG_REFUSED,
     MODEL_REFUSED,
     ModelRequest,
     config_fields,
@@ -291,6 +292,9 @@ class _ActivityRequester(Requester):
             )
         except ActivityError as exc:
             raise_if_cancelled(exc)
+            cause = exc.cause
+            if isinstance(cause, ApplicationError) and cause.type == CONFIG_REFUSED:
+                raise LlmConfigError(cause.message) from exc  # refused unsent, as in-process
             raise LlmError(f"{turn.wire.name} request failed: {failure_reason(exc)}") from exc
         turn.builder.feed_completion(completion)
         return

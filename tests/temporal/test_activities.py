@@ -464,6 +464,25 @@ async def test_model_errors_are_retryable_unless_a_retry_cannot_help() -> None:
     assert "chat completion request failed: BadRequestError" in refused.value.message
 
 
+async def test_a_background_responses_request_fails_unsent_and_is_not_retried() -> None:
+    # The activity never streams: sent, the answer was a queued response with no output.
+    asked = {"model": "m", "messages": [{"role": "user", "content": "Hi"}]}
+    with S([S.reply_text("Hello")]) as server:
+        async with server.client() as client:
+            activities = ToolActivities(registry(), client)
+            with pytest.raises(ApplicationError) as refused:
+                await activities.model_request(
+                    ModelRequest("responses", False, {**asked, "background": True})
+                )
+            assert server.requests == []
+            answer = await activities.model_request(
+                ModelRequest("responses", False, {**asked, "background": False})
+            )
+    assert (refused.value.non_retryable, refused.value.type) == (True, "LlmConfigError")
+    assert refused.value.message.startswith("CycleConfig(background=True) needs a streamed run")
+    assert answer["output"][0]["content"][0]["text"] == "Hello"
+
+
 async def test_every_attempt_of_a_call_sends_the_same_idempotency_key() -> None:
     from temporalio.testing import ActivityEnvironment
 

@@ -432,6 +432,44 @@ async def test_a_tool_choice_naming_a_tool_not_offered_fails_a_run_before_any_re
     assert await activity_attempts(handle) == []
 
 
+async def test_background_on_the_responses_api_fails_a_run_before_the_model_is_asked(
+    client: Client,
+) -> None:
+    # The activity sends every request unstreamed: a background response came back
+    # queued, with no output, and the run failed on it after the work was paid for.
+    tools = ToolRegistry()
+
+    @tools.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    config = CycleConfig("m", api="responses", background=True)
+    with S([S.reply_text("never sent")]) as server:
+        async with (
+            server.client() as openai,
+            worker(client, "background", ToolActivities(tools, openai)),
+        ):
+            handle = await client.start_workflow(
+                ToolLoopWorkflow.run,
+                ToolLoopInput.of("add 2 and 3", config),
+                id="background-1",
+                task_queue="background",
+                execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finish(handle)
+        assert server.requests == []
+    assert isinstance(failed.value.cause, ApplicationError)
+    assert failed.value.cause.type == "LlmConfigError"
+    assert failed.value.cause.message == (
+        "CycleConfig(background=True) needs a streamed run: unstreamed, a background "
+        "response comes back queued, with no output for the loop to go on from, and a "
+        "Temporal run's model requests are never streamed; drop background=True"
+    )
+    assert [name for name, _ in await activity_attempts(handle)] == ["agcore.model_request"]
+
+
 async def test_an_image_from_a_tool_reaches_the_model_as_in_the_in_process_loop(
     client: Client, spawn: Spawn, model: Model, workdir: Path
 ) -> None:
