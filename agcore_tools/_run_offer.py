@@ -19,6 +19,7 @@ from typing import Any, cast
 from ._attachments import is_attachments_message
 from ._budget import check_budget
 from ._code_mode import RUN_PYTHON, RunPythonTool
+from ._retry_feedback import is_feedback_message
 from ._search import LOAD_TOOL_NAME, SEARCH_TOOL_NAME, LoadTool, SearchTool
 from ._selection import CodeMode, Message, Selector, ToolSearch, check_known, resolve, reusable
 from ._snapshot import Definitions, Snapshot, copied, current_snapshot
@@ -38,8 +39,8 @@ def _name(definition: dict[str, Any]) -> str:
 def _called_since_user(history: Sequence[Message]) -> list[str]:
     """The tools the history's assistant messages called after its last user message,
     in the order first called: what a paused run had found and used. The user messages
-    the loop adds in a run (a tool result's images, after its tool messages) do not
-    start one.
+    the loop adds in a run (a tool result's images, after its tool messages; a
+    structured answer's retry, after the answer) do not start one.
 
     Example:
         >>> call = {"function": {"name": "refund", "arguments": "{}"}}
@@ -54,7 +55,9 @@ def _called_since_user(history: Sequence[Message]) -> list[str]:
             break
         previous = history[index - 1] if index else None
         if message.get("role") == "user":
-            if isinstance(previous, Mapping) and is_attachments_message(message, previous):
+            if isinstance(previous, Mapping) and (
+                is_attachments_message(message, previous) or is_feedback_message(message, previous)
+            ):
                 continue
             break
         calls = message.get("tool_calls") if message.get("role") == "assistant" else None

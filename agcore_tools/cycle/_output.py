@@ -32,6 +32,7 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
+from .._retry_feedback import feedback_message, feedback_text
 from .._unicode import scrub_json
 from ..base import tool_definition
 from ..calls import aborted_text, loads_finite
@@ -39,7 +40,6 @@ from ..error import LlmConfigError, OutputValidationError
 from ..registry import ToolRegistry
 from ..schema import ArgumentPlan, build_plan, strict_parameters
 from ._policy import tool_message
-from ._retry_feedback import feedback_message, feedback_text
 from ._stream import Turn
 from .output import OutputMode, StructuredOutput
 from .profiles import OPENAI, ServerProfile

@@ -17,6 +17,7 @@ from typing import Any
 
 from .._attachments import is_attachments_message
 from .._code_mode import PROGRAM_STATE, RUN_PYTHON
+from .._retry_feedback import is_feedback_message
 from .._table import LISTED_TOOLS
 from .._unicode import scrub, scrub_json
 from ..calls import ParsedCall, aborted_text, parse_call, refusal, unknown_tool_error
@@ -173,7 +174,8 @@ def forced_choice_served(messages: Sequence[Message]) -> bool:
     with it (a resume after an approval, after ``max_turns``, after an error) sends the
     relaxed choice from its first request. Forcing it again would make the model call the
     tool once more on every resume. The images a tool returned come in a user message of
-    their own; that one belongs to the tool turn, not to a new prompt.
+    their own; that one belongs to the tool turn, not to a new prompt, as does the one
+    asking again for a structured answer that failed its schema.
 
     Example:
         >>> prompt = {"role": "user", "content": "Refund order 7"}
@@ -189,11 +191,15 @@ def forced_choice_served(messages: Sequence[Message]) -> bool:
         role = message.get("role")
         if role == "assistant" and message.get("tool_calls"):
             return True
-        if role == "user" and (
-            index == 0 or not is_attachments_message(message, messages[index - 1])
-        ):
+        if role == "user" and (index == 0 or not _added_by_loop(message, messages[index - 1])):
             return False
     return False
+
+
+def _added_by_loop(message: Message, previous: Message) -> bool:
+    # A user message the loop adds within a run: a tool result's images, or the retry
+    # of a structured answer. Neither is a new prompt.
+    return is_attachments_message(message, previous) or is_feedback_message(message, previous)
 
 
 def _relaxed(choice: Any) -> Any:

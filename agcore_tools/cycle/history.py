@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .._attachments import is_attachments_message
+from .._retry_feedback import is_feedback_message
 from ..error import LlmConfigError
-from ._retry_feedback import is_feedback_message
 
 __all__ = ["HistoryPolicy", "TrimOldest", "split_exchanges"]
 

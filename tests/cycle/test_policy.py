@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from agcore_tools import (
     LlmConfigError,
@@ -422,6 +423,34 @@ async def test_a_responses_shaped_tool_choice_goes_to_chat_completions_in_its_sh
 
     assert response.text == "3"
     assert [r.json["tool_choice"] for r in server.requests] == [first, then or first]
+
+
+async def test_a_resume_after_a_structured_answer_was_asked_again_keeps_the_choice_relaxed(
+    serve, make_cycle, calc
+):
+    # The loop's user message asking again for an answer that failed its schema was read
+    # as a new prompt: the resume forced add once more, and the model called it again.
+    class Sum(BaseModel):
+        total: int
+
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")]),
+        S.reply_text("three"),  # not a Sum: the loop asks again
+        S.error(400, "the server is down", type="invalid_request_error"),
+        S.reply_text('{"total": 3}'),
+    )
+    cycle = make_cycle(server, tool_choice=FORCE_ADD)
+    with pytest.raises(LlmError):
+        await cycle.submit_with_tools("1 + 2?", calc, output_type=Sum)
+    assert cycle.messages[-1]["content"].startswith("Your answer is not a valid Sum")
+
+    resumed = make_cycle(server, tool_choice=FORCE_ADD)
+    resumed.messages = json.loads(json.dumps(cycle.messages))
+    response = await resumed.submit_with_tools(None, calc, output_type=Sum)
+
+    assert response.output == Sum(total=3)
+    assert [r.json["tool_choice"] for r in server.requests] == [FORCE_ADD, "auto", "auto", "auto"]
+    assert calc.runs == [("add", {"a": 1, "b": 2})]
 
 
 def test_no_tool_choice_is_left_alone() -> None:

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from agcore_tools import (
     DefinitionBudgetError,
@@ -499,6 +500,50 @@ async def test_a_resumed_run_offers_again_a_tool_called_before_an_image_it_retur
     assert tool_messages(resumed_cycle.messages)["i2"].startswith("[image 1 (image/png")
     core = ["add", "multiply", "search_tools"]
     assert sent(server)[3:] == [[*core, "receipt", "refund"]] * 2
+
+
+async def test_a_resumed_run_reads_past_the_retry_message_of_a_structured_answer(
+    serve, make_cycle, tagged
+):
+    # An answer that fails the output schema makes the loop ask again in a user message
+    # of its own. A resume took that message for the prompt: it offered again only the
+    # tools called after it, and the model's next call to weather, found before it, was
+    # answered "find it with search_tools first".
+    @tagged.tool(needs_approval=True)
+    def refund(order: int) -> str:
+        """Refund an order to the customer's card."""
+        return f"refunded {order}"
+
+    class Done(BaseModel):
+        refunded: list[int]
+
+    search = ToolSearch(core=ToolSelection(tags=["math"]), max_results=1)
+    server = serve(
+        S.reply_tool_calls([("search_tools", {"query": "weather forecast"}, "s1")]),
+        S.reply_tool_calls([("weather", {"city": "Oslo"}, "w1")]),
+        S.reply_text("Refunding when it is sunny."),  # not a Done: asked again
+        S.reply_tool_calls([("search_tools", {"query": "refund an order"}, "s2")]),
+        S.reply_tool_calls([("refund", {"order": 7}, "r1")]),
+        S.reply_tool_calls([("weather", {"city": "Rome"}, "w2")]),
+        S.reply_text('{"refunded": [7]}'),
+    )
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools(
+        "Refund order 7 if it is sunny", tagged, select=search, output_type=Done
+    )
+    [request] = paused.pending_approvals
+    assert cycle.messages[6]["content"].startswith("Your answer is not a valid Done")
+
+    resumed_cycle = make_cycle(server)
+    resumed_cycle.messages = json.loads(json.dumps(cycle.messages))
+    resumed = await resumed_cycle.submit_with_tools(
+        None, tagged, select=search, approvals=[request.approve()], output_type=Done
+    )
+
+    assert resumed.output == Done(refunded=[7])
+    assert tool_messages(resumed_cycle.messages)["w2"] == "sunny in Rome"
+    core = ["add", "multiply", "search_tools"]
+    assert sent(server)[5:] == [[*core, "weather", "refund"]] * 2
 
 
 @pytest.mark.parametrize("two_stage", [False, True], ids=["search", "two-stage"])
