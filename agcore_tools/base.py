@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from ._cancel import CancellationToken
 from ._context import ToolContext
+from ._unicode import scrub, scrub_json
 from .permission import Permission
 from .policies import ToolPolicy
 
@@ -192,7 +193,10 @@ def tool_definition(
     ``api="chat"`` gives the Chat Completions param (``{"type": "function",
     "function": {...}}``, with ``"strict": true`` only when ``strict``);
     ``api="responses"`` gives the flat Responses API function tool, which always
-    says ``"strict"``. ``parameters`` is used as given, not copied.
+    says ``"strict"``. ``parameters`` is used as given, not copied, unless a string in
+    it holds a lone surrogate (a description written with an escape, ``"\\ud800"``):
+    as everywhere the library sends text, each becomes U+FFFD, in the description too,
+    where it would fail every request to encode.
 
     Example:
         >>> schema = {"type": "object", "properties": {}}
@@ -200,7 +204,13 @@ def tool_definition(
         {'type': 'function', 'function': {'name': 'now', 'description': 'The time.', 'parameters': {'type': 'object', 'properties': {}}}}
         >>> tool_definition("now", "The time.", schema, api="responses", strict=True)["strict"]
         True
+        >>> tool_definition("now", "The time\\ud800.", schema)["function"]["description"]
+        'The time\ufffd.'
     """
+    # A subclass's description of another type is sent as it was.
+    described: Any = description
+    description = scrub(described) if isinstance(described, str) else described
+    parameters = scrub_json(parameters)
     if api == "responses":
         return {
             "type": "function",

@@ -317,6 +317,35 @@ async def test_lone_surrogates_beside_an_image_or_a_file_are_replaced_too(serve,
     assert_encodes(cycle.messages)
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_lone_surrogates_in_a_tool_s_descriptions_are_sent_replaced(serve, make_cycle, api):
+    # Written with an escape in a description or a docstring's Args, one made every
+    # request of a run offering the tool fail to encode, before anything was sent.
+    registry = ToolRegistry()
+
+    @registry.tool(description="Adds\ud800 two numbers.")
+    def add(a: int, b: int) -> int:
+        """Unused.
+
+        Args:
+            a: The first\udfff one.
+            b: The second one.
+        """
+        return a + b
+
+    server = serve(S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")]), S.reply_text("3"))
+    cycle = make_cycle(server, api=api)
+
+    response = await cycle.submit_with_tools("1 + 2?", registry)
+
+    assert response.text == "3" and len(server.requests) == 2
+    [sent] = server.requests[0].json["tools"]
+    function = sent["function"] if api == "chat" else sent
+    assert function["description"] == "Adds\ufffd two numbers."
+    assert function["parameters"]["properties"]["a"]["description"] == "The first\ufffd one."
+    assert add.description == "Adds\ud800 two numbers."  # the tool itself as it was made
+
+
 async def test_lone_surrogates_in_the_model_s_own_message_are_replaced(serve, make_cycle):
     registry, _ = hostile_registry()
     server = serve(
