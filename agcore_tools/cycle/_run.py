@@ -150,11 +150,11 @@ def _refuse_open_given(calls: list[Any]) -> None:
     if not calls:
         return
     raise LlmUsageError(
-        f"the messages given end with tool calls that no tool message answers "
-        f"({_named(calls)}), which OpenAI's APIs refuse, so nothing was sent: append their answers "
-        "(registry.run_tool_calls() of the calls gives them), or put the messages in "
-        "cycle.messages as dicts and call submit_with_tools(None, registry), which runs "
-        "the calls"
+        "the messages given end with tool calls that no tool message answers "
+        f"({_named(calls)}), which OpenAI's APIs refuse, so nothing was sent: append "
+        "their answers (registry.run_tool_calls() of the calls gives them), or put the "
+        "messages in cycle.messages as dicts and call submit_with_tools(None, registry), "
+        "which runs the calls"
     )
 
 
