@@ -118,10 +118,13 @@ def check_tool_choice(params: Mapping[str, Any]) -> None:
     choice = params.get("tool_choice")
     custom = _custom(choice)
     if tools and custom is not None:
+        tool, named = (
+            (f"the custom tool {custom!r}", repr(custom)) if custom else ("a custom tool", "...")
+        )
         raise LlmConfigError(
-            f"tool_choice forces the custom tool {custom!r}, but the loop offers function "
-            "tools only (a registry's), never a custom one, so the API would refuse the "
-            f"request: force a function tool instead, {{'type': 'function', 'name': {custom!r}}}"
+            f"tool_choice forces {tool}, but the loop offers function tools only (a "
+            "registry's), never a custom one, so the API would refuse the request: force a "
+            f"function tool instead, {{'type': 'function', 'name': {named}}}"
         )
     name = _chosen(choice)
     if not tools or name is None:
@@ -152,12 +155,13 @@ def _chosen(choice: Any) -> str | None:
 
 
 def _custom(choice: Any) -> str | None:
-    # The custom tool a tool_choice forces, in the Chat or the Responses shape.
+    # The custom tool a tool_choice forces, in the Chat or the Responses shape: None
+    # when it forces none, "" when it names none.
     if not isinstance(choice, Mapping) or choice.get("type") != "custom":
         return None
     custom = choice.get("custom")
     name = custom.get("name") if isinstance(custom, Mapping) else choice.get("name")
-    return str(name)
+    return name if isinstance(name, str) else ""
 
 
 def _tool_name(tool: Any) -> str | None:

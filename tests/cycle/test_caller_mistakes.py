@@ -917,6 +917,26 @@ async def test_a_tool_choice_forcing_a_custom_tool_is_refused_before_sending(
     assert server.requests == [] and cycle.messages == []
 
 
+@pytest.mark.parametrize(
+    "choice",
+    [{"type": "custom"}, {"type": "custom", "custom": "grep"}, {"type": "custom", "name": None}],
+    ids=["no-name", "custom-not-a-dict", "name-none"],
+)
+def test_a_custom_tool_choice_without_a_name_is_refused_without_inventing_one(
+    choice: dict[str, Any],
+) -> None:
+    # The refusal read a missing name as the tool 'None' and told the caller to force
+    # the function tool 'None' instead.
+    tools = [{"type": "function", "function": {"name": "add"}}]
+
+    with pytest.raises(LlmConfigError) as info:
+        check_tool_choice({"tools": tools, "tool_choice": choice})
+
+    assert "None" not in str(info.value)
+    assert str(info.value).startswith("tool_choice forces a custom tool, but the loop")
+    assert "force a function tool instead, {'type': 'function', 'name': ...}" in str(info.value)
+
+
 def test_a_tool_choice_naming_a_tool_not_offered_lists_a_bounded_number() -> None:
     tools = [{"type": "function", "function": {"name": f"tool_{n}"}} for n in range(40)]
     choice = {"type": "function", "function": {"name": "tool_x"}}
