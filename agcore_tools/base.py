@@ -195,8 +195,8 @@ def tool_definition(
     ``api="responses"`` gives the flat Responses API function tool, which always
     says ``"strict"``. ``parameters`` is used as given, not copied, unless a string in
     it holds a lone surrogate (a description written with an escape, ``"\\ud800"``):
-    as everywhere the library sends text, each becomes U+FFFD, in the description too,
-    where it would fail every request to encode.
+    as in tool results and the model's output, each becomes U+FFFD, in the description
+    too, where it would fail every request to encode.
 
     Example:
         >>> schema = {"type": "object", "properties": {}}
