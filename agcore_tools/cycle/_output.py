@@ -349,13 +349,15 @@ def _plan(spec: StructuredOutput) -> OutputPlan:
     sent = strict if strict is not None else schema
     name = re.sub(r"[^A-Za-z0-9_-]+", "_", label).strip("_")[:64] or "output"
     extra: dict[str, Any]
+    # A description written with an escape ("\udfff") goes as U+FFFD, as in a tool's
+    # definition (the final_result tool's too): as it is, every request fails to encode.
     if spec.mode == "json_schema":
         extra = {
             "type": "json_schema",
-            "json_schema": {"name": name, "schema": sent, "strict": strict is not None},
+            "json_schema": {"name": name, "schema": scrub_json(sent), "strict": strict is not None},
         }
     elif spec.mode == "json_object":
-        extra = {"type": "json_object", "schema": sent}
+        extra = {"type": "json_object", "schema": scrub_json(sent)}
     else:
         extra = tool_definition(FINAL_TOOL, _FINAL_DESCRIPTION, sent, strict=strict is not None)
     nulls = build_plan(schema, check_extras=False) if strict is not None else None

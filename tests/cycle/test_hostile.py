@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel, Field
 
 from agcore_tools import (
     BaseTool,
@@ -26,6 +27,7 @@ from agcore_tools import (
     InvalidArgumentsError,
     LlmCycle,
     LlmError,
+    StructuredOutput,
     ToolContext,
     ToolRegistry,
     tool,
@@ -344,6 +346,39 @@ async def test_lone_surrogates_in_a_tool_s_descriptions_are_sent_replaced(serve,
     assert function["description"] == "Adds\ufffd two numbers."
     assert function["parameters"]["properties"]["a"]["description"] == "The first\ufffd one."
     assert add.description == "Adds\ud800 two numbers."  # the tool itself as it was made
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("mode", ["json_schema", "tool"])
+async def test_lone_surrogates_in_an_output_type_s_descriptions_are_sent_replaced(
+    serve, make_cycle, api, mode
+):
+    # A field description written with an escape made every request of a structured run
+    # fail to encode, before anything was sent, as a tool's description did (a review of
+    # ac9a40e, which fixed only the final_result tool's).
+    class Sum(BaseModel):
+        total: int = Field(description="The sum\udfff.")
+
+    server = serve(
+        S.reply_tool_calls([("final_result", {"total": 3})])
+        if mode == "tool"
+        else S.reply_text('{"total": 3}')
+    )
+    cycle = make_cycle(server, api=api)
+
+    response = await cycle.submit("1 + 2?", output_type=StructuredOutput(Sum, mode=mode))
+
+    assert response.output == Sum(total=3) and len(server.requests) == 1
+    sent = server.requests[0].json
+    if mode == "tool":
+        [tool] = sent["tools"]
+        schema = (tool["function"] if api == "chat" else tool)["parameters"]
+    elif api == "chat":
+        schema = sent["response_format"]["json_schema"]["schema"]
+    else:
+        schema = sent["text"]["format"]["schema"]
+    assert schema["properties"]["total"]["description"] == "The sum\ufffd."
+    assert Sum.model_json_schema()["properties"]["total"]["description"] == "The sum\udfff."
 
 
 async def test_lone_surrogates_in_the_model_s_own_message_are_replaced(serve, make_cycle):
