@@ -172,7 +172,7 @@ def tracer() -> Any | None:
     # function: the MCP SDK imports the OpenTelemetry API, so the sys.modules test
     # alone does not settle it, and asking for the global provider is the rest.
     settings = _settings
-    if _API not in sys.modules or not settings.enabled:
+    if _API not in sys.modules or not settings.enabled or _in_workflow():
         return None
     provider = settings.provider
     if provider is None:
@@ -185,6 +185,14 @@ def tracer() -> Any | None:
     if cached is not None and cached[0] is provider:
         return cached[1]
     return _tracer_of(provider)
+
+
+def _in_workflow() -> bool:
+    """Whether this is a Temporal workflow's code, which runs again on every replay: its
+    spans would be made, and its tokens counted, once per replay (and it may not read the
+    environment, as :func:`capture_content` does). Its activities are traced as usual."""
+    temporal = sys.modules.get("temporalio.workflow")
+    return temporal is not None and bool(temporal.in_workflow())
 
 
 def api() -> Any:
@@ -221,11 +229,8 @@ def meters() -> tuple[Any, Any] | None:
     """The token histogram and the per-tool token counter to record to now, or None when
     metrics are off (a ``sys.modules`` lookup when they are)."""
     settings = _settings
-    if not settings.enabled:
+    if not settings.enabled or _in_workflow():
         return None
-    temporal = sys.modules.get("temporalio.workflow")
-    if temporal is not None and temporal.in_workflow():
-        return None  # a workflow's code runs again on every replay: it would count twice
     provider = settings.meter_provider
     if provider is None:
         if _METRICS_API not in sys.modules:

@@ -8,6 +8,7 @@ import asyncio
 import gzip
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -48,6 +49,64 @@ async def test_recorded_histories_replay() -> None:
     for history in histories:
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
         assert result.replay_failure is None, history.workflow_id
+
+
+# A worker that traces as Temporal's OpenTelemetryPlugin sets it up: a global tracer
+# provider, and the sandbox passing opentelemetry through. In its own process: a global
+# provider can be set once.
+TRACED_REPLAY = """
+import asyncio, sys
+from pathlib import Path
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from agcore_tools.temporal import ToolLoopWorkflow
+
+exporter, provider = InMemorySpanExporter(), TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+restrictions = SandboxRestrictions.default.with_passthrough_modules(
+    "pydantic", "pydantic_core", "opentelemetry"
+)
+replayer = Replayer(
+    workflows=[ToolLoopWorkflow],
+    workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
+)
+
+async def main():
+    for path in sys.argv[1:]:
+        history = WorkflowHistory.from_json(Path(path).stem, Path(path).read_text())
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        print("replayed", Path(path).stem, result.replay_failure)
+    print("replayed spans:", [span.name for span in exporter.get_finished_spans()])
+
+asyncio.run(main())
+"""
+
+
+def test_a_worker_with_a_tracer_provider_replays_and_its_workflows_make_no_spans() -> None:
+    # Workflow code reading the environment for content capture failed every workflow
+    # task; and its spans would be made again on every replay.
+    paths = [RECORDED / "add.json", RECORDED / "v0.2.0-approved.json"]
+    out = subprocess.run(
+        [sys.executable, "-c", TRACED_REPLAY, *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    # Temporal's core logs to stdout too: only the script's own lines.
+    said = [line for line in out.stdout.splitlines() if line.startswith("replayed")]
+    assert said == [
+        "replayed add None",
+        "replayed v0.2.0-approved None",
+        "replayed spans: []",
+    ]
 
 
 # Recorded by 0.2.0's workers (tests/temporal/worker_process.py's kind of tools, a
