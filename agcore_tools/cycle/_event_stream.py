@@ -94,6 +94,9 @@ class EventStream:
         self._agen = events
         self._outcome = outcome
         self._trace = trace
+        if trace is not None:
+            # A stream dropped unclosed ends its run's span once collected, not never.
+            weakref.finalize(self, trace.dropped).atexit = False
         # The task inside a step, and a future its step's end sets once aclose() has
         # cancelled it: a running generator cannot be closed, only its task cancelled.
         # The step runs in the consumer's own task, in its context, as any async

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from collections.abc import Callable
 from typing import Any
@@ -353,6 +354,22 @@ async def test_leaving_a_stream_early_ends_its_spans(
     # The consumer stopped the call: neither the request nor the run failed.
     assert all(s.status.status_code is StatusCode.UNSET for s in spans.finished())
     assert all("error.type" not in attributes(s) for s in spans.finished())
+
+
+async def test_a_stream_dropped_without_closing_still_ends_its_run_span(
+    spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any
+) -> None:
+    # A `break` outside `async with`: the stream is never closed, only collected (the
+    # garbage collector closes its loop). Its invoke_agent span was never ended, so
+    # never exported, and its chat span had no parent in the backend.
+    server = serve(S.reply_text("Hello there, world"), chunk_chars=5)
+    async for event in make_cycle(server).submit_stream("Hi"):
+        assert isinstance(event, AssistantTextDelta)
+        break
+    gc.collect()
+    agent = spans.one("invoke_agent")
+    assert agent.status.status_code is StatusCode.UNSET  # left early, as with a close
+    assert "error.type" not in attributes(agent)
 
 
 async def test_a_stop_from_another_task_ends_the_run_as_leaving_early_does(
