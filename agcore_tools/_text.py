@@ -258,11 +258,13 @@ def record_dump(value: Any, keep: Callable[[Any], bool]) -> Any:
     value for which ``keep`` is true left as it is (an ``Image``, a list of them).
 
     A pydantic model or pydantic dataclass is dumped as ``to_jsonable_python`` writes
-    it, in Python mode: its excluded fields are left out, its serialization aliases are
+    it, in JSON mode: its excluded fields are left out, its serialization aliases are
     the keys, its computed fields and serializers apply. A field kept is written as its
     value, under the key pydantic writes it under, and only when pydantic writes the
-    field. (pydantic's Python mode writes an ``Image`` as a dict of its bytes, and would
-    cut it into pieces.) A standard-library dataclass is its fields, by name, as
+    field, in the place pydantic writes it. (pydantic's Python mode writes an ``Image``
+    as a dict of its bytes, and would cut it into pieces; its JSON mode, as text.) A
+    serializer for JSON only applies, as it does to a record without binary values: a
+    secret it masks stays masked. A standard-library dataclass is its fields, by name, as
     ``to_jsonable_python`` writes one.
 
     Example:
@@ -282,21 +284,34 @@ def record_dump(value: Any, keep: Callable[[Any], bool]) -> Any:
     dump = _pydantic_dump(value)
     if dump is None:
         return record_fields(value)
-    data = dump(value, mode="python", by_alias=True)
-    if not isinstance(data, dict):  # a model_serializer's own shape: no field to put back
-        return data
+    written = dump(value, mode="python", by_alias=True)
+    if not isinstance(written, dict):  # a model_serializer's own shape: no field to put back
+        return written
+    named = record_fields(value) or {}
+    kept = {name for name, item in named.items() if keep(item)}
+    try:
+        # JSON mode, as a record without binary values is written: a serializer for JSON
+        # only (a secret masked with when_used="json") applies. The kept fields are left
+        # out of it (JSON mode would write an Image's bytes as text, or fail on them).
+        data = dump(value, mode="json", by_alias=True, exclude=kept)
+    except ValueError:  # PydanticSerializationError: a model serializer that writes them
+        data = None
+    if not isinstance(data, dict):
+        data = dict(written)
     # Where pydantic writes a field (under its alias, or nowhere when excluded) is asked
     # of pydantic itself, by dumping that field alone: alias generators, extra fields
     # and the keys a model serializer adds whatever is included are all its to decide.
     added = dump(value, mode="python", by_alias=True, include=set())
-    for name, item in (record_fields(value) or {}).items():
-        if not keep(item):
+    for name, item in named.items():
+        if name not in kept:
             continue
-        written = dump(value, mode="python", by_alias=True, include={name})
-        keys = [key for key in written if key not in added] if isinstance(written, dict) else []
-        if len(keys) == 1 and keys[0] in data:
+        alone = dump(value, mode="python", by_alias=True, include={name})
+        keys = [key for key in alone if key not in added] if isinstance(alone, dict) else []
+        if len(keys) == 1 and keys[0] in written:
             data[keys[0]] = item
-    return data
+    # In the order pydantic writes the fields.
+    ordered = {key: data[key] for key in written if key in data}
+    return {**ordered, **data}
 
 
 def _pydantic_dump(value: Any) -> Callable[..., Any] | None:

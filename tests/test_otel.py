@@ -16,7 +16,15 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    SecretStr,
+    field_serializer,
+)
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic_core import PydanticCustomError
 
@@ -301,6 +309,47 @@ def test_a_pydantic_dataclass_holding_an_image_is_recorded_as_pydantic_writes_it
     recorded = content_json(Profile(user_name="ann", token="tok_live_1", photo=Image(PNG)))
     assert recorded == (
         '{"userName":"ann","photo":{"type":"image","media_type":"image/png","size":264}}'
+    )
+
+
+async def test_a_secret_masked_for_json_stays_masked_in_a_model_holding_an_image() -> None:
+    # Before: a record holding an image was dumped in pydantic's Python mode, where a
+    # serializer for JSON only does not run: the span and the model read the secrets.
+    class Login(BaseModel):
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+        user: str
+        password: Annotated[str, PlainSerializer(lambda _: "***", when_used="json")]
+        token: str
+        qr: Image
+        key: SecretStr
+
+        @field_serializer("token", when_used="json")
+        def _masked(self, token: str) -> str:
+            return "<hidden>"
+
+    registry = ToolRegistry()
+
+    @registry.tool
+    def login() -> Login:
+        """Log in."""
+        return Login(
+            user="ann",
+            password="pw-live-1",
+            token="tok_live_2",
+            qr=Image(PNG),
+            key=SecretStr("k-live-3"),
+        )
+
+    call = {"id": "c1", "type": "function", "function": {"name": "login", "arguments": "{}"}}
+    with recording(capture_content=True) as spans:
+        messages = await registry.run_tool_calls([call])
+    assert attributes(spans.one("execute_tool login"))["gen_ai.tool.call.result"] == (
+        '{"user":"ann","password":"***","token":"<hidden>","qr":{"type":"image",'
+        '"media_type":"image/png","size":264},"key":"**********"}'
+    )
+    assert messages[0]["content"] == (
+        '{"user":"ann","password":"***","token":"<hidden>","qr":"[image 1 (image/png, 264 B) '
+        'is attached in the next user message]","key":"**********"}'
     )
 
 
