@@ -19,6 +19,7 @@ from .. import _otel
 from .._clock import expired_limit
 from .._span_content import content_json
 from ..error import McpError, McpTimeoutError, ToolExecutionError
+from ._recover import refused_by_server
 from ._session import Session
 
 __all__ = ["traced_call_tool"]
@@ -59,7 +60,10 @@ async def traced_call_tool(
             _otel.fail(span, "timeout", f"timed out after {expired:g} s (the caller's time limit)")
         raise
     except BaseException as exc:
-        _otel.fail(span, _error_type(exc), _otel.raised(exc))
+        code = _answered_code(exc)
+        if code is not None:  # the conventions' error.type, and the response's code
+            span.set_attribute("rpc.response.status_code", code)
+        _otel.fail(span, _error_type(exc) if code is None else code, _otel.raised(exc))
         raise
     else:
         if content:
@@ -80,6 +84,15 @@ def _connection_attributes(session: Session) -> dict[str, Any]:
     if isinstance(version, str):
         attributes["mcp.protocol.version"] = version
     return attributes
+
+
+def _answered_code(exc: BaseException) -> str | None:
+    """The JSON-RPC error code of the server's error answer to the call (``"-32602"``),
+    or None when ``exc`` is no such answer."""
+    if not isinstance(exc, McpError) or not refused_by_server(exc):
+        return None
+    code = getattr(exc.__cause__, "code", None)
+    return str(code) if isinstance(code, int) else None
 
 
 def _error_type(exc: BaseException) -> str:

@@ -15,6 +15,7 @@ from agcore_tools import (
     CycleConfig,
     LlmCycle,
     McpClient,
+    McpError,
     StdioTransport,
     ToolExecutionError,
     ToolRegistry,
@@ -24,7 +25,7 @@ from agcore_tools.mcp import McpLogMessage
 from agcore_tools.testing import ScriptedChatServer as S
 from tests._otel import attributes, recording
 
-from .conftest import SERVERS
+from .conftest import SERVERS, fixture_stdio
 
 TRACE_SERVER = SERVERS / "trace_server.py"
 
@@ -173,3 +174,19 @@ async def test_an_mcp_call_cut_by_its_callers_time_limit_is_a_timeout_on_its_spa
     cancelled = spans.named("tools/call slow")[-1]
     assert attributes(cancelled)["error.type"] == "CancelledError"
     assert cancelled.status.description == "CancelledError: cancelled by the caller"
+
+
+async def test_a_json_rpc_error_answer_is_its_code_on_the_mcp_span() -> None:
+    # The MCP conventions: error.type is the JSON-RPC error code when the server answers
+    # with one, and so is rpc.response.status_code. Before: the error class, McpError.
+    with recording() as spans:
+        async with McpClient("fx", fixture_stdio(), timeout=30) as mcp:
+            with pytest.raises(McpError, match=r"Unknown vault: x"):
+                await mcp.call_tool("open_vault", {"vault": "x"})
+            with pytest.raises(ToolExecutionError):
+                await mcp.call_tool("fail", {"message": "no"})
+    refused = attributes(spans.one("tools/call open_vault"))
+    assert (refused["error.type"], refused["rpc.response.status_code"]) == ("-32602", "-32602")
+    failed = attributes(spans.one("tools/call fail"))
+    assert failed["error.type"] == "tool_error"  # isError: true, no JSON-RPC error
+    assert "rpc.response.status_code" not in failed
