@@ -353,6 +353,8 @@ def _chat_message(message: Mapping[str, Any], limit: int | None) -> dict[str, An
         reasoning = message.get(key)
         if isinstance(reasoning, str) and reasoning:
             parts.append({"type": "reasoning", "content": bounded(reasoning, limit)})
+    for summary in _summaries(message.get("response")):
+        parts.append({"type": "reasoning", "content": bounded(summary, limit)})
     content = message.get("content")
     if isinstance(content, str):
         if content:
@@ -376,6 +378,28 @@ def _chat_message(message: Mapping[str, Any], limit: int | None) -> dict[str, An
             }
         )
     return {"role": role, "parts": parts}
+
+
+def _summaries(response: Any) -> list[str]:
+    """The reasoning summaries of a Responses API turn, which its message keeps in
+    ``response["output"]`` (reasoning items; their encrypted content is never read)."""
+    output = response.get("output") if isinstance(response, Mapping) else None
+    if not isinstance(output, Sequence) or isinstance(output, str):
+        return []
+    found = []
+    for item in output:
+        if not isinstance(item, Mapping) or item.get("type") != "reasoning":
+            continue
+        summary = item.get("summary")
+        texts = [
+            part.get("text")
+            for part in (summary if isinstance(summary, Sequence) else ())
+            if isinstance(part, Mapping)
+        ]
+        text = "\n".join(t for t in texts if isinstance(t, str) and t)
+        if text:
+            found.append(text)
+    return found
 
 
 def _text(content: Any) -> str:

@@ -237,6 +237,25 @@ async def test_content_is_recorded_when_asked(
     )
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_recorded_content_has_the_reasoning_on_either_api(
+    api: str, serve: Callable[..., ScriptedChatServer], make_cycle: Any, calc: ToolRegistry
+) -> None:
+    # The Responses API keeps a turn's reasoning summary among its output items: before,
+    # its messages were recorded without it.
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "call_add")], reasoning="Add them."),
+        S.reply_text("5"),
+    )
+    with recording(capture_content=True) as spans:
+        await make_cycle(server, api=api).submit_with_tools("2 + 3", calc)
+    first, second = spans.named("chat test-model")
+    thought = {"type": "reasoning", "content": "Add them."}
+    assert json.loads(attributes(first)["gen_ai.output.messages"])[0]["parts"][0] == thought
+    sent = json.loads(attributes(second)["gen_ai.input.messages"])
+    assert sent[1]["parts"][0] == thought  # the assistant's turn, sent back
+
+
 async def test_chat_content_and_failure_statuses_are_cut_with_their_full_length(
     serve: Callable[..., ScriptedChatServer], make_cycle: Any
 ) -> None:
