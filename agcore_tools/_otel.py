@@ -377,7 +377,10 @@ async def _execute_tool(
         "gen_ai.tool.type": "function",
     }
     if call_id is not None:
-        attributes["gen_ai.tool.call.id"] = short(call_id)
+        # A call id given as no str (an int) runs untraced: traced, it must run too.
+        attributes["gen_ai.tool.call.id"] = short(
+            call_id if isinstance(call_id, str) else str(call_id)
+        )
     tool = registry.get(name)
     if tool is not None and tool.description:
         # A tool may name a shorter text for spans: run_python's description is its

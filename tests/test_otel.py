@@ -209,6 +209,17 @@ async def test_every_registry_call_gets_an_execute_tool_span(registry: ToolRegis
     assert "gen_ai.tool.description" not in attributes(failed["nope"])  # no such tool
 
 
+async def test_a_call_id_that_is_no_str_runs_traced_as_untraced(registry: ToolRegistry) -> None:
+    # Before: traced, invoke_all() raised a bare TypeError (the id's len()) for a call
+    # that runs untraced; a dict id was put on the span as it is, no attribute type.
+    calls = [("add", {"a": 2, "b": 3}, 7), ("add", {"a": 1, "b": 1}, {"n": 1})]
+    with recording() as spans:
+        results = await registry.invoke_all(calls)
+    assert [(r.output, r.call_id) for r in results] == [(5, 7), (2, {"n": 1})]
+    ids = sorted(attributes(s)["gen_ai.tool.call.id"] for s in spans.named("execute_tool add"))
+    assert ids == ["7", "{'n': 1}"]
+
+
 async def test_arguments_and_results_are_recorded_only_when_asked(
     registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
