@@ -287,6 +287,9 @@ class RunTrace:
         # What the builder read: build() would parse the calls a second time.
         reason = builder.raw_reason
         if reason is not None:
+            # As the server sent it, which may be no str (an int): the loop reads that
+            # as "other", and the span must not fail the run on it.
+            reason = reason if isinstance(reason, str) else str(reason)
             span.set_attribute("gen_ai.response.finish_reasons", (_otel.short(reason),))
         usage = builder.usage
         if usage is not None:

@@ -256,6 +256,22 @@ async def test_recorded_content_has_the_reasoning_on_either_api(
     assert sent[1]["parts"][0] == thought  # the assistant's turn, sent back
 
 
+async def test_a_finish_reason_that_is_no_str_fails_no_traced_run(
+    serve: Callable[..., ScriptedChatServer], make_cycle: Any
+) -> None:
+    # Untraced, the loop reads it as "other"; traced, the span's len() of it raised a
+    # bare TypeError that failed the run.
+    server = serve()
+    server.add(RawStream([server.chunk({"content": "Hi"}), server.chunk({}, finish_reason=5)]))
+    with recording(capture_content=True) as spans:
+        response = await make_cycle(server).submit_stream("Hi").collect()
+    assert response.text == "Hi"
+    chat = attributes(spans.one("chat test-model"))
+    assert chat["gen_ai.response.finish_reasons"] == ("5",)
+    assert json.loads(chat["gen_ai.output.messages"])[0]["finish_reason"] == "5"
+    assert spans.one("invoke_agent").status.status_code is StatusCode.UNSET
+
+
 async def test_chat_content_and_failure_statuses_are_cut_with_their_full_length(
     serve: Callable[..., ScriptedChatServer], make_cycle: Any
 ) -> None:
