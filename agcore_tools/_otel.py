@@ -172,8 +172,11 @@ def tracer() -> Any | None:
     # function: the MCP SDK imports the OpenTelemetry API, so the sys.modules test
     # alone does not settle it, and asking for the global provider is the rest.
     settings = _settings
-    if _API not in sys.modules or not settings.enabled or _in_workflow():
+    if _API not in sys.modules or not settings.enabled:
         return None
+    temporal = sys.modules.get("temporalio.workflow")
+    if temporal is not None and temporal.in_workflow():
+        return None  # see _in_workflow()
     provider = settings.provider
     if provider is None:
         ot = _api if _api is not None else api()
