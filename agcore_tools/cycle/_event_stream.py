@@ -71,6 +71,7 @@ class EventStream:
         "_agen",
         "_closing",
         "_consumer",
+        "_dropped",
         "_failure",
         "_halted",
         "_outcome",
@@ -94,9 +95,7 @@ class EventStream:
         self._agen = events
         self._outcome = outcome
         self._trace = trace
-        if trace is not None:
-            # A stream dropped unclosed ends its run's span once collected, not never.
-            weakref.finalize(self, trace.dropped).atexit = False
+        self._dropped: weakref.finalize[..., EventStream] | None = None
         # The task inside a step, and a future its step's end sets once aclose() has
         # cancelled it: a running generator cannot be closed, only its task cancelled.
         # The step runs in the consumer's own task, in its context, as any async
@@ -160,6 +159,12 @@ class EventStream:
             raise StopAsyncIteration
         if self._token is not None and self._watcher is None:
             self._watch(self._token)
+        if self._trace is not None and self._dropped is None:
+            # A stream dropped unclosed (a `break` outside `async with`) is never stepped
+            # or closed again: its run's span ends once it is collected, not never.
+            loop = asyncio.get_running_loop()
+            self._dropped = weakref.finalize(self, _end_soon, loop, self._trace)
+            self._dropped.atexit = False
         consumer = asyncio.current_task()
         self._consumer = consumer
         ended = True
@@ -346,6 +351,14 @@ def _cancel_soon(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None]) -> N
         # A closed loop raises RuntimeError: nothing runs the task any more.
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(task.cancel)
+
+
+def _end_soon(loop: asyncio.AbstractEventLoop, trace: RunTrace) -> None:
+    """End a dropped stream's run span on ``loop``. Not here: the garbage collector may
+    run this inside OpenTelemetry's own code, holding a lock that ending a span takes."""
+    # A closed loop raises RuntimeError: the span is left, as nothing runs there any more.
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(trace.dropped)
 
 
 def _cancelled_by_others(task: asyncio.Task[object] | None) -> bool:

@@ -207,7 +207,7 @@ class RunTrace:
         """End the span of a stream the app dropped without closing it (a ``break`` out
         of ``async for`` outside ``async with``): nothing steps or closes it again, and
         the garbage collector closes its loop without this trace. As a stream left early
-        is, without an error. Safe from any thread, and a no-op once the span has ended."""
+        is, without an error; a no-op once the span has ended."""
         self._end(None)
 
     def _end(self, exc: BaseException | None) -> None:
