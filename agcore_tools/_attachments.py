@@ -283,7 +283,7 @@ def normalise(value: Any) -> Any:
     # A model or dataclass holding an image: as pydantic writes it, the image in its
     # place. Read field by field, an excluded field (a secret) would be sent, and its
     # aliases and computed fields lost.
-    data = record_dump(value, _holds_binary)
+    data = record_dump(value, _holds_binary, _converted)
     return normalise(data) if _holds_binary(data) else _jsonable(value)
 
 
@@ -425,7 +425,7 @@ class _Labeller:
             return [self.replace(item) for item in value]
         if record_fields(value) is None or not _holds_binary(value):
             return value
-        data = record_dump(value, _holds_binary)  # as normalise() writes it
+        data = record_dump(value, _holds_binary, _converted)  # as normalise() writes it
         return self.replace(data) if _holds_binary(data) else value
 
 

@@ -153,7 +153,7 @@ def _walk(value: Any, depth: int) -> tuple[Any, bool]:
         return value, False  # written by pydantic (or as str)
     if any(_walk(item, depth + 1)[1] for item in named.values()):
         # As pydantic writes it, stubs in place: an excluded field (a secret) stays out.
-        dumped = record_dump(value, lambda item: _walk(item, depth + 1)[1])
+        dumped = record_dump(value, lambda item: _walk(item, depth + 1)[1], str)
         stubbed, changed = _walk(dumped, depth)
         if changed:
             return stubbed, True

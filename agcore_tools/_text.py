@@ -253,7 +253,9 @@ def record_fields(value: Any) -> dict[str, Any] | None:
     return None
 
 
-def record_dump(value: Any, keep: Callable[[Any], bool]) -> Any:
+def record_dump(
+    value: Any, keep: Callable[[Any], bool], fallback: Callable[[Any], Any] | None = None
+) -> Any:
     """A record :func:`record_fields` reads, as pydantic writes it, but with each field
     value for which ``keep`` is true left as it is (an ``Image``, a list of them).
 
@@ -264,8 +266,11 @@ def record_dump(value: Any, keep: Callable[[Any], bool]) -> Any:
     field, in the place pydantic writes it. (pydantic's Python mode writes an ``Image``
     as a dict of its bytes, and would cut it into pieces; its JSON mode, as text.) A
     serializer for JSON only applies, as it does to a record without binary values: a
-    secret it masks stays masked. A standard-library dataclass is its fields, by name, as
-    ``to_jsonable_python`` writes one.
+    secret it masks stays masked. ``fallback`` writes what pydantic has no JSON form for
+    (a ``range``, numpy's arrays), as ``to_jsonable_python``'s does; a field pydantic
+    cannot write in JSON mode even so is written in Python mode, alone, the others not.
+    A standard-library dataclass is its fields, by name, as ``to_jsonable_python``
+    writes one.
 
     Example:
         >>> from pydantic import BaseModel, Field, computed_field
@@ -289,26 +294,39 @@ def record_dump(value: Any, keep: Callable[[Any], bool]) -> Any:
         return written
     named = record_fields(value) or {}
     kept = {name for name, item in named.items() if keep(item)}
-    try:
-        # JSON mode, as a record without binary values is written: a serializer for JSON
-        # only (a secret masked with when_used="json") applies. The kept fields are left
-        # out of it (JSON mode would write an Image's bytes as text, or fail on them).
-        data = dump(value, mode="json", by_alias=True, exclude=kept)
-    except ValueError:  # PydanticSerializationError: a model serializer that writes them
-        data = None
-    if not isinstance(data, dict):
-        data = dict(written)
     # Where pydantic writes a field (under its alias, or nowhere when excluded) is asked
     # of pydantic itself, by dumping that field alone: alias generators, extra fields
     # and the keys a model serializer adds whatever is included are all its to decide.
     added = dump(value, mode="python", by_alias=True, include=set())
-    for name, item in named.items():
-        if name not in kept:
-            continue
-        alone = dump(value, mode="python", by_alias=True, include={name})
+
+    def key_of(alone: Any) -> str | None:
         keys = [key for key in alone if key not in added] if isinstance(alone, dict) else []
-        if len(keys) == 1 and keys[0] in written:
-            data[keys[0]] = item
+        return keys[0] if len(keys) == 1 and keys[0] in written else None
+
+    try:
+        # JSON mode, as a record without binary values is written: a serializer for JSON
+        # only (a secret masked with when_used="json") applies. The kept fields are left
+        # out of it (JSON mode would write an Image's bytes as text, or fail on them).
+        data = dump(value, mode="json", by_alias=True, exclude=kept, fallback=fallback)
+    except ValueError:  # PydanticSerializationError: a value it cannot write as JSON
+        data = None
+    if not isinstance(data, dict):
+        # Field by field, then: only a field that fails alone is in Python mode (an image
+        # a computed field or a model serializer writes), never the whole record.
+        data = dict(written)
+        for name in named.keys() - kept:
+            try:
+                alone = dump(value, mode="json", by_alias=True, include={name}, fallback=fallback)
+            except ValueError:
+                continue
+            key = key_of(alone)
+            if key is not None:
+                data[key] = alone[key]
+    for name, item in named.items():
+        if name in kept:
+            key = key_of(dump(value, mode="python", by_alias=True, include={name}))
+            if key is not None:
+                data[key] = item
     # In the order pydantic writes the fields.
     ordered = {key: data[key] for key in written if key in data}
     return {**ordered, **data}

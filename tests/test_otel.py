@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from pydantic import (
     Field,
     PlainSerializer,
     SecretStr,
+    computed_field,
     field_serializer,
 )
 from pydantic.dataclasses import dataclass as pydantic_dataclass
@@ -362,6 +364,55 @@ async def test_a_secret_masked_for_json_stays_masked_in_a_model_holding_an_image
         '{"user":"ann","password":"***","token":"<hidden>","qr":"[image 1 (image/png, 264 B) '
         'is attached in the next user message]","key":"**********"}'
     )
+
+
+Masked = Annotated[str, PlainSerializer(lambda _: "***", when_used="json")]
+
+
+class Vault(BaseModel):
+    pin: Masked
+    slots: Any = range(2)  # no JSON type of pydantic's own: the fallback converts it
+
+
+class Badge(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    password: Masked
+    qr: Image
+    rows: Any
+    vault: Vault
+
+
+class ThumbedBadge(Badge):
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def thumb(self) -> Image:
+        return self.qr
+
+
+@pytest.mark.parametrize("kind", [Badge, ThumbedBadge])
+async def test_a_secret_masked_for_json_stays_masked_beside_values_pydantic_cannot_write(
+    kind: type[Badge],
+) -> None:
+    # A field pydantic writes in no JSON mode of its own (a dict view, a range, numpy's
+    # arrays), or an image it cannot write as text (a computed field): the record was
+    # written in Python mode after all, the masked secrets in clear.
+    registry = ToolRegistry()
+
+    @registry.tool
+    def badge() -> Badge:
+        """A badge."""
+        vault = Vault(pin="pin-live-2")
+        return kind(password="pw-live-1", qr=Image(PNG), rows={"a": 1}.keys(), vault=vault)
+
+    call = {"id": "c1", "type": "function", "function": {"name": "badge", "arguments": "{}"}}
+    with recording(capture_content=True) as spans:
+        messages = await registry.run_tool_calls([call])
+    recorded = attributes(spans.one("execute_tool badge"))["gen_ai.tool.call.result"]
+    for text in (recorded, messages[0]["content"]):
+        assert "live" not in text, text
+        assert json.loads(text)["password"] == "***"
+        assert json.loads(text)["vault"] == {"pin": "***", "slots": [0, 1]}
+        assert json.loads(text)["rows"] == ["a"]
 
 
 async def test_raw_bytes_are_recorded_by_size_and_unwritable_content_as_a_placeholder() -> None:
