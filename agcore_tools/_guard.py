@@ -26,7 +26,13 @@ from ._clock import DEADLINE, now
 from ._context import ToolContext
 from ._progress import ToolBreakerChanged
 from ._text import in_pieces, is_large
-from .error import InvalidArgumentsError, ToolConfigError, ToolError, ToolUnavailableError
+from .error import (
+    InvalidArgumentsError,
+    McpError,
+    ToolConfigError,
+    ToolError,
+    ToolUnavailableError,
+)
 from .policies import (
     Breaker,
     CacheStore,
@@ -576,4 +582,10 @@ def _counts_as_failure(error: BaseException) -> bool:
     # whether the tool works.
     if isinstance(error, (InvalidArgumentsError, ToolUnavailableError)):
         return False
+    if isinstance(error, McpError) and not error.is_recoverable():
+        # Its server failed: down, restarts spent, or it would not start. The call was
+        # never sent, yet it is the failure a breaker is for: a dead server's tools
+        # stayed offered, each call failing at once. A refusal the server answered (the
+        # model's arguments, a 429) is recoverable, and does not count.
+        return True
     return not (isinstance(error, ToolError) and error.may_have_run is False)

@@ -174,7 +174,8 @@ class Breaker:
     to it is answered without running. After the cool-down one probe call is let
     through (*half-open*): its success closes the breaker, its failure opens it again.
     A failure is a call that ran and failed (it raised, timed out, or its server
-    failed); bad arguments and refusals do not count. Changes are logged and reported
+    failed, an MCP server that is down included); bad arguments and refusals do not
+    count. Changes are logged and reported
     as :class:`~agcore_tools.ToolBreakerChanged` events.
 
     Example:
