@@ -43,11 +43,15 @@ from .policies import (
     ToolPolicy,
 )
 
-__all__ = ["Guard", "Slots", "cache_prefix"]
+__all__ = ["GIVE_BACK_TIMEOUT", "Guard", "Slots", "cache_prefix"]
 
 logger = logging.getLogger("agcore_tools.policies")
 
 BreakerState = Literal["closed", "open", "half_open"]
+
+GIVE_BACK_TIMEOUT = 0.5
+"""The most seconds a shared rate store may take to give back the turn of a call that
+never started; past it, the turn stays spent (logged as a warning)."""
 
 
 class Slots:
@@ -332,10 +336,11 @@ class Guard:
             if self.slots is not None:
                 await self.slots.take()
         except BaseException:
-            if turn:
-                await self._give_back_turn()
+            # The breaker first: the give-back awaits, and may be cancelled in turn.
             if breaker is not None:
                 breaker.record(None, now(), ctx)
+            if turn:
+                await self._give_back_turn()
             raise
 
     async def _take_turn(self, deadline: float | None) -> float:
@@ -375,13 +380,20 @@ class Guard:
         give_back = getattr(store, "give_back", None)
         if give_back is None:
             return
+        # Bounded: this runs as the call is cancelled (a Ctrl-C, its timeout), which a
+        # store that never answers held up for as long as it stalled.
         try:
-            await give_back(self._bucket, rate)
+            await with_timeout(give_back(self._bucket, rate), GIVE_BACK_TIMEOUT)
         except Exception as exc:  # noqa: BLE001 - the call's own outcome matters more
+            why = (
+                f"no answer within {GIVE_BACK_TIMEOUT:g} s"
+                if isinstance(exc, TimeoutError)
+                else repr(exc)
+            )
             logger.warning(
-                "tool %r: could not give back the rate turn of a call that never started: %r",
+                "tool %r: could not give back the rate turn of a call that never started: %s",
                 self.name,
-                exc,
+                why,
             )
 
     @property

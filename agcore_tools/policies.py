@@ -67,8 +67,9 @@ class RateStore(Protocol):
     None``, which returns one turn taken by :meth:`reserve` to ``key``'s bucket. It is
     optional (not part of this protocol, so stores written without it still are one):
     the registry calls it, when the store has it, for a call that took a turn and then
-    never started (cancelled while it waited for its turn, or for a concurrency slot).
-    Without it, that turn stays spent. Both stores of the library define it.
+    never started (cancelled while it waited for its turn, or for a concurrency slot),
+    and waits at most half a second for it. Without it, or past that wait, that turn
+    stays spent. Both stores of the library define it.
 
     Example:
         >>> isinstance(MemoryRateStore(), RateStore)

@@ -1652,3 +1652,73 @@ def test_a_method_tools_own_state_is_its_instances_and_goes_with_it() -> None:
     fixed = Fixed()
     copy = fixed.send
     assert own_state(fixed.send) is own_state(copy) and Fixed.send not in _BOUND
+
+
+class _SlowToGiveBack:
+    """A rate store of an app's own whose ``give_back`` answers only once let."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.answer = asyncio.Event()
+
+    async def reserve(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
+        return 0.0
+
+    async def give_back(self, key: str, limit: RateLimit) -> None:
+        self.entered.set()
+        await self.answer.wait()
+
+
+async def test_a_probe_cancelled_twice_as_it_gives_its_turn_back_frees_the_breaker() -> None:
+    # A half-open breaker's probe, cancelled while it waited for a slot, gives its rate
+    # turn back; cancelled again meanwhile (a Ctrl-C after a timeout), it never told the
+    # breaker, which kept waiting for that probe: the tool was refused for good.
+    moment = [1000.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        store, hold_on = _SlowToGiveBack(), asyncio.Event()
+        registry = ToolRegistry()
+        failing = [True]
+        rate = RateLimit(100, store=store)
+        breaker = Breaker(failures=1, window=60.0, cool_down=10.0)
+
+        @registry.tool(policy=ToolPolicy(rate=rate, breaker=breaker, concurrency=1, resource="pay"))
+        async def charge(cents: int) -> str:
+            """Charge a card."""
+            if failing[0]:
+                raise RuntimeError("payment API down")
+            return "charged"
+
+        @registry.tool(policy=ToolPolicy(concurrency=1, resource="pay"))
+        async def settle() -> str:
+            """Settle the day's charges."""
+            await hold_on.wait()
+            return "settled"
+
+        await registry.invoke("charge", {"cents": 5})
+        assert registry.unavailable_tools() == ["charge"]
+        settling = asyncio.ensure_future(registry.invoke("settle", {}))
+        slots = registry.entry("charge").guard.slots
+        for _ in range(100):
+            if slots.running:
+                break
+            await asyncio.sleep(0)
+        moment[0] += 11.0  # past the cool-down: the next call is the probe
+        probe = asyncio.ensure_future(registry.invoke("charge", {"cents": 5}))
+        for _ in range(100):
+            if slots.waiters:
+                break
+            await asyncio.sleep(0)
+        assert len(slots.waiters) == 1
+        probe.cancel()
+        await asyncio.wait_for(store.entered.wait(), 5.0)
+        probe.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await probe
+        hold_on.set()
+        assert (await settling).output == "settled"
+        failing[0] = False
+        again = await registry.invoke("charge", {"cents": 5})
+        assert again.output == "charged" and registry.unavailable_tools() == []
+    finally:
+        CLOCK.reset(token)

@@ -610,3 +610,69 @@ def test_without_redis_py_the_store_names_the_extra(monkeypatch: pytest.MonkeyPa
     monkeypatch.setitem(sys.modules, "redis", None)  # as if it were not installed
     with pytest.raises(ToolConfigError, match=r"pip install 'agcore-tools\[redis\]'"):
         RedisStore("redis://localhost")
+
+
+async def test_a_call_cancelled_in_its_wait_never_waits_on_a_stalled_store(
+    redis_socket: str, prefix: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A call cancelled after taking its turn gives the turn back to the store; a store
+    # that stopped answering held the cancellation (a Ctrl-C) for as long as it stalled.
+    caplog.set_level(logging.WARNING, "agcore_tools.policies")
+    stalled = asyncio.Event()
+    pumps: list[asyncio.Task[None]] = []
+
+    async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while data := await reader.read(65536):
+            if not stalled.is_set():  # stalled: read and never answered
+                writer.write(data)
+                await writer.drain()
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        upstream_reader, upstream = await asyncio.open_unix_connection(redis_socket)
+        pumps.extend(
+            asyncio.ensure_future(job)
+            for job in (pump(reader, upstream), pump(upstream_reader, writer))
+        )
+
+    relay_path = str(tmp_path / "relay.sock")
+    server = await asyncio.start_unix_server(relay, relay_path)
+    release = asyncio.Event()
+    try:
+        async with RedisStore(f"unix://{relay_path}", prefix=prefix) as store:
+            registry = ToolRegistry()
+            limit = RateLimit(10, per=1.0, store=store)
+
+            @registry.tool(policy=ToolPolicy(rate=limit, concurrency=1))
+            async def write(text: str) -> str:
+                """Write a line."""
+                await release.wait()
+                return text
+
+            holder = asyncio.ensure_future(registry.invoke("write", {"text": "a"}))
+            waiter = asyncio.ensure_future(registry.invoke("write", {"text": "b"}))
+            slots = registry.entry("write").guard.slots
+            # Until the second call has its turn (a round trip to the server), and waits
+            # for the slot.
+            for _ in range(1000):
+                if slots.waiters:
+                    break
+                await asyncio.sleep(0.01)
+            assert len(slots.waiters) == 1
+            stalled.set()
+            waiter.cancel()
+            done, _ = await asyncio.wait({waiter}, timeout=5.0)
+            assert done and waiter.cancelled()
+            release.set()
+            assert (await holder).output == "a"
+    finally:
+        release.set()
+        for job in pumps:
+            job.cancel()
+        await asyncio.gather(*pumps, return_exceptions=True)
+        server.close()
+        await server.wait_closed()
+    warned = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.policies"]
+    assert warned == [
+        "tool 'write': could not give back the rate turn of a call that never started: "
+        "no answer within 0.5 s"
+    ]
