@@ -515,9 +515,14 @@ class Guard:
         breaker = self.breaker
         if breaker is None:
             return
-        failed: bool | None = None
+        failed: bool | None = None  # no outcome: it says nothing of whether the tool works
         if ended:
-            failed = error is not None and _counts_as_failure(error)
+            if error is None:
+                failed = False
+            elif _counts_as_failure(error):
+                failed = True
+            # Else bad arguments or a refusal: no outcome. A half-open breaker's probe
+            # refused so closed it, as if the tool worked again.
         changed = breaker.record(failed, now(), ctx)
         if changed is not None:
             self._announce(ctx, changed)

@@ -173,7 +173,8 @@ class Breaker:
 
     While open, the tool is left out of the definitions a request offers, and a call
     to it is answered without running. After the cool-down one probe call is let
-    through (*half-open*): its success closes the breaker, its failure opens it again.
+    through (*half-open*): its success closes the breaker, its failure opens it again
+    (a probe with bad arguments, or refused, decides nothing: the next call probes).
     A failure is a call that ran and failed (it raised, timed out, or its server
     failed, an MCP server that is down included); bad arguments and refusals do not
     count. Changes are logged and reported

@@ -25,6 +25,7 @@ from agcore_tools import (
     BaseTool,
     Breaker,
     FunctionTool,
+    InvalidArgumentsError,
     PermissionChecker,
     PermissionConfig,
     PermissionDeniedError,
@@ -1720,5 +1721,33 @@ async def test_a_probe_cancelled_twice_as_it_gives_its_turn_back_frees_the_break
         failing[0] = False
         again = await registry.invoke("charge", {"cents": 5})
         assert again.output == "charged" and registry.unavailable_tools() == []
+    finally:
+        CLOCK.reset(token)
+
+
+async def test_a_probe_with_bad_arguments_decides_nothing() -> None:
+    # It closed the breaker (logging that the probe succeeded): the failing tool was
+    # offered again, and needed its full count of failures to open once more.
+    moment = [1000.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        registry = ToolRegistry()
+        runs: list[int] = []
+
+        @registry.tool(policy=ToolPolicy(breaker=Breaker(failures=2, window=60, cool_down=10)))
+        def charge(cents: int) -> str:
+            """Charge a card."""
+            runs.append(cents)
+            raise RuntimeError("payment API down")
+
+        for _ in range(2):
+            await registry.invoke("charge", {"cents": 1})
+        assert registry.unavailable_tools() == ["charge"]
+        moment[0] += 11.0  # past the cool-down: the next call is the probe
+        bad = await registry.invoke("charge", {"cents": "lots"})
+        assert isinstance(bad.error, InvalidArgumentsError) and runs == [1, 1]
+        probe = await registry.invoke("charge", {"cents": 2})  # the probe, still
+        assert probe.may_have_run and runs == [1, 1, 2]
+        assert registry.unavailable_tools() == ["charge"]  # its failure opened it again
     finally:
         CLOCK.reset(token)
