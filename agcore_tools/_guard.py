@@ -388,7 +388,7 @@ class Guard:
             why = (
                 f"no answer within {GIVE_BACK_TIMEOUT:g} s"
                 if isinstance(exc, TimeoutError)
-                else repr(exc)
+                else _described(exc)
             )
             logger.warning(
                 "tool %r: could not give back the rate turn of a call that never started: %s",

@@ -1751,3 +1751,44 @@ async def test_a_probe_with_bad_arguments_decides_nothing() -> None:
         assert registry.unavailable_tools() == ["charge"]  # its failure opened it again
     finally:
         CLOCK.reset(token)
+
+
+class _DownStore:
+    """A rate store of an app's own whose client fails giving a turn back, quoting its
+    URL with the password, as some clients' errors do."""
+
+    def __init__(self) -> None:
+        self.reserved = asyncio.Event()
+
+    async def reserve(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
+        self.reserved.set()
+        return 30.0
+
+    async def give_back(self, key: str, limit: RateLimit) -> None:
+        raise ConnectionError("cannot reach redis://:hunter2@cache.internal:6379/0")
+
+
+async def test_a_store_failing_to_take_a_turn_back_is_logged_without_its_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The warning quoted the store's exception, which may hold a password: only its
+    # class is logged, as for a store that fails to reserve.
+    caplog.set_level(logging.WARNING, "agcore_tools.policies")
+    store = _DownStore()
+    registry = ToolRegistry()
+
+    @registry.tool(policy=ToolPolicy(rate=RateLimit(1, per=60.0, store=store)))
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    waiting = asyncio.ensure_future(registry.invoke("ping", {}))
+    await asyncio.wait_for(store.reserved.wait(), 5.0)  # it now sleeps its 30 s
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    warned = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.policies"]
+    assert warned == [
+        "tool 'ping': could not give back the rate turn of a call that never started: "
+        "ConnectionError"
+    ]
