@@ -20,7 +20,7 @@ from typing import Any
 
 from . import _otel
 from ._aio import THREADS, positive_number, unfinished, wait_task, with_timeout
-from ._clock import CLOCK, DEADLINE
+from ._clock import CLOCK, DEADLINE, expired_limit
 from ._context import end_reports
 from ._guard import Guard
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
@@ -269,6 +269,10 @@ async def _within(
     try:
         return await with_timeout(answering, max(left, 0.0))
     except TimeoutError as exc:
+        if expired_limit() is None:
+            # The tool's own TimeoutError (an HTTP read's), with time left: its failure,
+            # reported as any other, not as its timeout running out.
+            raise
         ctx.cancellation.cancel()  # a sync tool's thread learns of it too
         raise ToolTimeoutError(name, own, started=began[0]) from exc
 

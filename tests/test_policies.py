@@ -34,6 +34,7 @@ from agcore_tools import (
     ToolBreakerChanged,
     ToolConfigError,
     ToolContext,
+    ToolExecutionError,
     ToolPolicy,
     ToolRegistry,
     ToolTimeoutError,
@@ -1792,3 +1793,29 @@ async def test_a_store_failing_to_take_a_turn_back_is_logged_without_its_text(
         "tool 'ping': could not give back the rate turn of a call that never started: "
         "ConnectionError"
     ]
+
+
+class _Fetch(BaseTool):
+    """A tool whose HTTP client gave up on its own, long before the tool's timeout."""
+
+    name = "fetch"
+    description = "Fetch a page."
+    parameters = {"type": "object", "properties": {"url": {"type": "string"}}}  # noqa: RUF012
+    timeout = 30.0
+    policy = ToolPolicy(concurrency=2)
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        raise TimeoutError("the upstream read timed out after 2 s")
+
+
+async def test_a_guarded_tool_raising_its_own_timeout_error_failed_not_timed_out() -> None:
+    # It was reported as its own timeout running out ("timed out after 30 s; it may have
+    # run in part"), at once, unlike the same tool without a policy.
+    registry = ToolRegistry()
+    registry.register(_Fetch())
+    result = await registry.invoke("fetch", {"url": "https://example.com"})
+    assert type(result.error) is ToolExecutionError
+    assert str(result.error) == (
+        "tool 'fetch' failed: TimeoutError: the upstream read timed out after 2 s"
+    )
+    assert isinstance(result.error.__cause__, TimeoutError)
