@@ -29,6 +29,7 @@ from ._text import in_pieces, is_large
 from .error import (
     InvalidArgumentsError,
     McpError,
+    McpInputRequiredError,
     ToolConfigError,
     ToolError,
     ToolUnavailableError,
@@ -599,6 +600,8 @@ def _counts_as_failure(error: BaseException) -> bool:
     # whether the tool works.
     if isinstance(error, (InvalidArgumentsError, ToolUnavailableError)):
         return False
+    if isinstance(error, McpInputRequiredError):
+        return False  # its task waits for the user's answer: it has not failed
     if isinstance(error, McpError) and not error.is_recoverable():
         # Its server failed: down, restarts spent, or it would not start. The call was
         # never sent, yet it is the failure a breaker is for: a dead server's tools

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from agcore_tools import (
+    Breaker,
     CycleConfig,
     LlmCycle,
     McpClient,
@@ -32,6 +33,7 @@ from agcore_tools import (
     StreamableHttpTransport,
     ToolContext,
     ToolExecutionError,
+    ToolPolicy,
     ToolProgress,
     ToolRegistry,
     ToolTimeoutError,
@@ -739,6 +741,25 @@ async def test_a_registry_call_whose_task_waits_for_input_gives_its_caller_the_t
         assert await task.result(timeout=10) == "accept: blue"
     assert task_server.counts()["calls"] == {"ask": 1}
     assert "cancels" not in task_server.counts()
+
+
+async def test_a_task_waiting_for_input_is_no_failure_to_the_tools_breaker(
+    task_server: TaskServer,
+) -> None:
+    """2026-07-28: a task that asks the user a question counted as a failure of its
+    tool: a breaker of one failure opened at the first question, and the tool was no
+    longer offered. The question decides nothing about whether the server works."""
+    async with task_server.client(tasks=True) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(tasks=["ask"]))
+        breaker = Breaker(failures=1, window=60.0, cool_down=60.0)
+        registry.set_policy(ToolPolicy(breaker=breaker), category="mcp:ci")
+        asked = (await registry.invoke("ask", {"question": "Colour?"})).error
+        assert isinstance(asked, McpInputRequiredError) and asked.task is not None
+        assert registry.unavailable_tools() == []
+        task = client.task(asked.task)
+        await task.answer({"q1": {"action": "accept", "content": {"answer": "blue"}}})
+        assert await task.result(timeout=10) == "accept: blue"
 
 
 async def test_a_loop_stopped_by_a_tasks_question_it_cannot_pause_on_gives_the_task(
