@@ -463,3 +463,11 @@ def end_reports(ctx: ToolContext) -> None:
     call has ended, and nothing it reports may follow its end."""
     if ctx._events is not None:
         ctx._events.end()
+
+
+def announce(ctx: ToolContext, event: ToolEvent) -> None:
+    """Deliver ``event``, news of ``ctx``'s tool rather than of its call (a breaker
+    that opened), even when the call was cancelled: a call cut off by its timeout is
+    what opens a breaker most often, and its cancelled token dropped the news."""
+    if ctx._events is not None:
+        ctx._events.emit(event, None)

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from ._aio import run_sync, with_timeout
 from ._clock import DEADLINE, now
-from ._context import ToolContext
+from ._context import ToolContext, announce
 from ._progress import ToolBreakerChanged
 from ._text import in_pieces, is_large
 from .error import (
@@ -557,7 +557,7 @@ class Guard:
             event = ToolBreakerChanged(self.name, ctx.call_id, "open", config.cool_down)
         else:
             event = ToolBreakerChanged(self.name, ctx.call_id, "closed")
-        ctx.report(event)
+        announce(ctx, event)
 
 
 def cache_prefix(name: str) -> str:

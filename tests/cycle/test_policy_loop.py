@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from agcore_tools import (
+    Breaker,
     CycleConfig,
     FunctionTool,
     LlmCycle,
@@ -249,3 +250,31 @@ async def test_a_method_tools_own_policy_holds_across_runs_given_it_alone(
         CLOCK.reset(token)
     # One instance's limit holds across runs; another instance's is its own.
     assert sent == ["team:+10", "other:+12"]
+
+
+async def test_a_breaker_opened_by_a_timeout_is_reported_in_the_stream(
+    serve: Callable[..., ScriptedChatServer], make_cycle: Callable[..., Any]
+) -> None:
+    # A call cut off by its timeout, the commonest failure of a hung service, opened
+    # the breaker (logged) but its ToolBreakerChanged was dropped with the call's
+    # cancelled token: the stream never said so.
+    registry = ToolRegistry()
+    never = asyncio.Event()
+
+    @registry.tool(policy=ToolPolicy(breaker=Breaker(failures=1, window=60.0, cool_down=60.0)))
+    async def lookup(order_id: str) -> str:
+        """Look an order up."""
+        await never.wait()
+        return "shipped"
+
+    server = serve(
+        S.reply_tool_calls([("lookup", {"order_id": "A1"}, "c1")]), S.reply_text("It hangs.")
+    )
+    cycle = make_cycle(server, tool_timeout=0.2)
+    events: list[ToolBreakerChanged] = []
+    async with cycle.submit_stream_with_tools("Where is A1?", registry) as stream:
+        async for event in stream:
+            if isinstance(event, ToolBreakerChanged):
+                events.append(event)
+    assert events == [ToolBreakerChanged("lookup", "c1", "open", 60.0)]
+    assert offered(server.requests[1]) == []
