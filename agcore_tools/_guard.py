@@ -438,8 +438,16 @@ class Guard:
             _start(started)
             return await execute(), False
         if text is not None:
-            logger.debug("tool %r answered from its cache", self.name)
-            return json.loads(text), True
+            try:
+                answer = json.loads(text)
+            except (TypeError, ValueError) as exc:
+                # Not what the cache writes (another app's value under the key, a store
+                # that mangles it): a store that cannot be read, which fails no call.
+                # The tool's result is written over it.
+                self._cache_failed("read; the call runs uncached", exc, None)
+            else:
+                logger.debug("tool %r answered from its cache", self.name)
+                return answer, True
         _start(started)
         output = await execute()
 
