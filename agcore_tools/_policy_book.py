@@ -28,8 +28,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import fields
 
 from ._function_tool import FunctionTool
-from ._guard import Guard, Slots, _BreakerState, cache_prefix
+from ._guard import Guard, _BreakerState, cache_prefix
 from ._records import ToolEntry
+from ._slots import Slots
 from .base import BaseTool
 from .error import ToolConfigError
 from .policies import MemoryCacheStore, MemoryRateStore, RateStore, ToolPolicy
