@@ -636,7 +636,7 @@ async def test_a_call_cancelled_in_its_wait_never_waits_on_a_stalled_store(
 
     relay_path = str(tmp_path / "relay.sock")
     server = await asyncio.start_unix_server(relay, relay_path)
-    release = asyncio.Event()
+    release, entered = asyncio.Event(), asyncio.Event()
     try:
         async with RedisStore(f"unix://{relay_path}", prefix=prefix) as store:
             registry = ToolRegistry()
@@ -645,10 +645,12 @@ async def test_a_call_cancelled_in_its_wait_never_waits_on_a_stalled_store(
             @registry.tool(policy=ToolPolicy(rate=limit, concurrency=1))
             async def write(text: str) -> str:
                 """Write a line."""
+                entered.set()
                 await release.wait()
                 return text
 
             holder = asyncio.ensure_future(registry.invoke("write", {"text": "a"}))
+            await asyncio.wait_for(entered.wait(), 10.0)  # it holds the slot
             waiter = asyncio.ensure_future(registry.invoke("write", {"text": "b"}))
             slots = registry.entry("write").guard.slots
             # Until the second call has its turn (a round trip to the server), and waits
