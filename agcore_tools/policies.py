@@ -176,9 +176,9 @@ class Breaker:
     through (*half-open*): its success closes the breaker, its failure opens it again
     (a probe with bad arguments, or refused, decides nothing: the next call probes).
     A failure is a call that ran and failed (it raised, timed out, or its server
-    failed, an MCP server that is down included); bad arguments and refusals do not
-    count. Changes are logged and reported
-    as :class:`~agcore_tools.ToolBreakerChanged` events.
+    failed), or an MCP call its server could not take (down, or refusing the client's
+    credentials); bad arguments and other refusals do not count. Changes are logged
+    and reported as :class:`~agcore_tools.ToolBreakerChanged` events.
 
     Example:
         >>> Breaker(failures=3, window=30.0, cool_down=10.0).failures
