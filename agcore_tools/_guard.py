@@ -333,10 +333,10 @@ class Guard:
         if text is not None:
             try:
                 answer = json.loads(text)
-            except (TypeError, ValueError) as exc:
-                # Not what the cache writes (another app's value under the key, a store
-                # that mangles it): a store that cannot be read, which fails no call.
-                # The tool's result is written over it.
+            except (TypeError, ValueError, RecursionError) as exc:
+                # Not what the cache writes (another app's value under the key, nested
+                # too deep to decode, a store that mangles it): a store that cannot be
+                # read, which fails no call. The tool's result is written over it.
                 self._cache_failed("read; the call runs uncached", exc, None)
             else:
                 logger.debug("tool %r answered from its cache", self.name)
