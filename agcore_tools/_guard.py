@@ -42,7 +42,7 @@ from .policies import (
     ToolPolicy,
 )
 
-__all__ = ["GIVE_BACK_TIMEOUT", "Guard", "cache_prefix"]
+__all__ = ["GIVE_BACK_TIMEOUT", "RESERVE_TIMEOUT", "Guard", "cache_prefix"]
 
 logger = logging.getLogger("agcore_tools.policies")
 
@@ -51,6 +51,11 @@ BreakerState = Literal["closed", "open", "half_open"]
 GIVE_BACK_TIMEOUT = 0.5
 """The most seconds a shared rate store may take to give back the turn of a call that
 never started; past it, the turn stays spent (logged as a warning)."""
+
+RESERVE_TIMEOUT = 5.0
+"""The most seconds a shared rate store may take to answer a call's request for its turn
+(one round trip; the wait for the turn itself is not part of it); past it, the call is
+refused unrun, as when the store is down."""
 
 
 class _BreakerState:
@@ -249,11 +254,19 @@ class Guard:
             wait = store.reserve_now(self._bucket, rate, max_wait)
         else:
             try:
-                wait = await store.reserve(self._bucket, rate, max(max_wait, 0.0))
+                # Bounded on its own: a store that stopped answering (a stalled Redis)
+                # would otherwise hold a call with no timeout for good.
+                reserve = store.reserve(self._bucket, rate, max(max_wait, 0.0))
+                wait = await with_timeout(reserve, RESERVE_TIMEOUT)
             except Exception as exc:
                 # The tool never ran: the model is told so, and its breaker is not.
+                why = (
+                    f"no answer within {RESERVE_TIMEOUT:g} s"
+                    if isinstance(exc, TimeoutError)
+                    else _described(exc)
+                )
                 raise ToolUnavailableError(
-                    self.name, f"its rate limit could not be checked: {_described(exc)}"
+                    self.name, f"its rate limit could not be checked: {why}"
                 ) from exc
         if wait is None:
             retry = rate.interval if not rate.wait else None

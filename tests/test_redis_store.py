@@ -34,6 +34,7 @@ from agcore_tools import (
     ToolPolicy,
     ToolRegistry,
     ToolUnavailableError,
+    _guard,
 )
 from agcore_tools.policies import CacheStore, RateStore
 
@@ -310,6 +311,46 @@ async def test_a_redis_that_never_answers_leaves_the_tool_to_run_uncached(
     warned = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.policies"]
     bounds = [float(m.split(read)[1][:-2]) for m in warned if read in m]
     assert len(warned) == 3 and bounds[:2] == [0.2, 0.2] and bounds[2] <= 0.3, warned
+
+
+async def test_a_rate_store_that_never_answers_refuses_a_call_with_no_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A call with no timeout of its own asks a stalled store for its turn: it is refused
+    # unrun at the bound, instead of waiting as long as the store stalls. (redis-py's
+    # own socket timeout, 5 s by default in 8.x, is off here, as a client may have it.)
+    monkeypatch.setattr(_guard, "RESERVE_TIMEOUT", 0.3, raising=False)
+    held: list[asyncio.StreamWriter] = []
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)  # read nothing, answer nothing
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    runs: list[str] = []
+    try:
+        url = f"redis://127.0.0.1:{port}/0"
+        async with RedisStore(url, prefix="t:", socket_timeout=None) as store:
+            registry = ToolRegistry()
+
+            @registry.tool(policy=ToolPolicy(rate=RateLimit(5, per=1.0, store=store)))
+            def lookup(order_id: str) -> str:
+                """Look an order up."""
+                runs.append(order_id)
+                return "shipped"
+
+            calls = registry.invoke_all([("lookup", {"order_id": "A1"})])  # no timeout
+            (result,) = await asyncio.wait_for(calls, 10)
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+    assert isinstance(result.error, ToolUnavailableError) and not result.may_have_run
+    assert str(result.error) == (
+        "tool 'lookup' is unavailable: its rate limit could not be checked: no answer within 0.3 s"
+    )
+    assert runs == [] and registry.entry("lookup").stats.failures == 0
 
 
 _WORKER = textwrap.dedent(
