@@ -29,6 +29,7 @@ from ._callbacks import call_user, guarded_handler, window
 from ._elicitation import LiveQuestions
 from ._exchange import EXCHANGE, HttpExchange
 from ._feeds import UpdateFeeds
+from ._log_restore import needs_restore, restore_log_level
 from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._relisten import describe, listen_tools_changed
 from ._serverlog import ServerLog
@@ -155,6 +156,9 @@ class Connection:
         """The open resource subscriptions of a handshake-era session."""
         self.request_meta: RequestParamsMeta | None = None
         """``_meta`` sent with later requests (a log level set on a 2026-07-28 session)."""
+        self.chosen_log_level: str | None = None
+        """The level ``set_log_level()`` chose on an earlier connection: sent again, off
+        the start-up deadline, once a handshake-era server is up (see _log_restore)."""
         self.watchdog = Watchdog()
         """The time bound of the tool calls sent on this connection."""
         self.deadline = math.inf
@@ -482,6 +486,9 @@ class Connection:
             retried = self._startup.first_try is not None
             _handshake.connected(settings, client, self.child, mode, retried)
             self._ready.set()
+            if (level := self.chosen_log_level) is not None and needs_restore(client):
+                seconds, mask = settings.timeout, self.secrets.mask
+                tasks.start_soon(restore_log_level, client, level, seconds, name, mask)
             interval = settings.recovery.ping_interval if settings.recovery is not None else None
             del settings  # while it serves, this task must not keep the client alive
             if interval is not None:

@@ -97,6 +97,9 @@ class Session:
         self.secrets = SentSecrets(settings.transport)
         """The transport's secrets and the credentials the requests of every connection
         carried (kept across restarts): masked in what the server sends back."""
+        self.chosen_log_level: str | None = None
+        """The level the last ``set_log_level()`` chose, asked for again by each new
+        handshake-era connection (which starts at the server's default)."""
         self._connect_lock = asyncio.Lock()
         # The restarts waiting out their backoff: close() wakes them, so a caller
         # waiting for a restart learns of the close at once, not after the backoff.
@@ -153,6 +156,7 @@ class Session:
                 self.secrets = SentSecrets(self.settings.transport)
             # A weak method: the connection's tasks must not keep the client alive.
             conn = Connection(self.settings, weak_method(self._tools_changed), self.secrets)
+            conn.chosen_log_level = self.chosen_log_level
             self.conn, self.failed = conn, None
             self._tracked.follow(conn, self.loop)
             try:

@@ -73,7 +73,7 @@ async def set_log_level(session: Session, level: str) -> None:
         # The level travels in each request's _meta; setLevel no longer exists.
         from mcp_types import LOG_LEVEL_META_KEY
 
-        session.settings.log_level = level
+        session.settings.log_level = session.chosen_log_level = level
         conn.request_meta = cast("RequestParamsMeta", {LOG_LEVEL_META_KEY: level})
         return
     import mcp_types as types
@@ -84,7 +84,7 @@ async def set_log_level(session: Session, level: str) -> None:
         "logging/setLevel",
         lambda c, _meta: c.session.send_request(request, types.EmptyResult),
     )
-    session.settings.log_level = level
+    session.settings.log_level = session.chosen_log_level = level
 
 
 async def notify_roots_changed(session: Session) -> bool:

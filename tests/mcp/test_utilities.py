@@ -9,15 +9,18 @@ import math
 import re
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
 
-from agcore_tools import McpClient, StdioTransport, StreamableHttpTransport
+from agcore_tools import McpClient, McpError, StdioTransport, StreamableHttpTransport
 from agcore_tools.mcp import McpLogMessage
 
-from .conftest import SERVERS
+from .conftest import SERVERS, assert_no_stray_tasks, fixture_stdio
 from .servers.fixture_server import INSTRUCTIONS
 
 pytestmark = pytest.mark.timeout(60)
@@ -74,6 +77,109 @@ async def test_set_log_level_filters_the_servers_messages(make_client: Any, prot
         assert await logs.levels_of(client) == everything
         with pytest.raises(ValueError, match="unknown log level 'loud'"):
             await client.set_log_level("loud")
+
+
+@ERAS
+async def test_a_chosen_log_level_is_asked_for_again_after_a_restart(protocol: str) -> None:
+    # A handshake-era session starts at the server's default level (this one's: debug),
+    # and the level set_log_level() chose was not sent again: after a restart the
+    # client got every message it had asked not to.
+    logs = Logs()
+    client = McpClient("fixture", fixture_stdio(), protocol=protocol, on_log=logs, timeout=15)
+    async with client:
+        await client.set_log_level("error")
+        assert await logs.levels_of(client) == ["error"]
+        with pytest.raises(McpError):
+            await client.call_tool("die", {"code": 3})
+        assert await logs.levels_of(client) == ["error"]  # the call starts it again
+        await client.close()
+        await client.connect()
+        assert await logs.levels_of(client) == ["error"]
+    await assert_no_stray_tasks()
+
+
+class Warnings(logging.Handler):
+    """Keeps the WARNINGs of ``agcore_tools.mcp`` about the log level (not the one
+    about the connection lost); wakes a waiter at the first."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+        self.first = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "setLevel" in record.getMessage() or "log level" in record.getMessage():
+            self.records.append(record)
+            self.first.set()
+
+
+@contextmanager
+def warnings_of_mcp() -> Iterator[Warnings]:
+    handler = Warnings()
+    mcp_logger = logging.getLogger("agcore_tools.mcp")
+    mcp_logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        mcp_logger.removeHandler(handler)
+
+
+async def test_a_server_that_never_answers_set_level_again_holds_up_no_restart(
+    tmp_path: Path,
+) -> None:
+    # Sent within the restart's deadline, a setLevel the server left unanswered made
+    # the call that restarted it time out; it is sent beside it, with a bound of its own.
+    mode = tmp_path / "set_level"
+    transport = fixture_stdio(env={"FIXTURE_SET_LEVEL_FILE": str(mode)})
+    client = McpClient("fixture", transport, protocol="legacy", timeout=3)
+    with warnings_of_mcp() as warned:
+        async with client:
+            await client.set_log_level("error")
+            mode.write_text("hang")
+            with pytest.raises(McpError):
+                await client.call_tool("die", {"code": 3})
+            started = time.monotonic()
+            assert await client.call_tool("echo", {"text": "restarted"}) == "restarted"
+            # It did not wait for the restart's setLevel: that is still unanswered.
+            assert time.monotonic() - started < client.timeout
+            assert not warned.records
+            await asyncio.wait_for(warned.first.wait(), 10)
+            assert await client.call_tool("echo", {"text": "still up"}) == "still up"
+            assert client.connected
+        [record] = warned.records
+        assert record.getMessage() == (
+            "MCP server 'fixture': did not answer logging/setLevel within 3 s after "
+            "reconnecting; its log level may be its default, not 'error'"
+        )
+        # One still waiting when the client closes is cancelled, not left running.
+        mode.write_text("hang")
+        async with client:
+            assert await client.call_tool("echo", {"text": "again"}) == "again"
+        await assert_no_stray_tasks()
+        assert len(warned.records) == 1
+
+
+async def test_a_refused_set_level_after_a_restart_is_a_warning_without_secrets(
+    tmp_path: Path,
+) -> None:
+    mode = tmp_path / "set_level"
+    token = "ghp_S3CRETt0ken"
+    env = {"FIXTURE_SET_LEVEL_FILE": str(mode), "API_TOKEN": token}
+    client = McpClient("fixture", fixture_stdio(env=env), protocol="legacy", timeout=15)
+    with warnings_of_mcp() as warned:
+        async with client:
+            await client.set_log_level("warning")
+            mode.write_text("fail")
+            with pytest.raises(McpError):
+                await client.call_tool("die", {"code": 3})
+            assert await client.call_tool("echo", {"text": "up"}) == "up"
+            await asyncio.wait_for(warned.first.wait(), 10)
+            assert client.connected
+    [record] = warned.records
+    assert record.getMessage() == (
+        "MCP server 'fixture': could not set its log level to 'warning' again after "
+        "reconnecting: MCPError: level refused for ***"
+    )
 
 
 async def test_a_servers_log_messages_mask_its_credentials_as_its_stderr_does(

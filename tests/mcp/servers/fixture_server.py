@@ -621,8 +621,20 @@ async def on_unsubscribe(ctx: object, params: UnsubscribeRequestParams) -> Empty
     return EmptyResult()
 
 
+def _set_level_mode() -> str:
+    path = os.environ.get("FIXTURE_SET_LEVEL_FILE")
+    return Path(path).read_text() if path and Path(path).exists() else ""
+
+
 async def on_set_level(ctx: object, params: SetLevelRequestParams) -> EmptyResult:
+    """Set the level; once a test has written ``hang`` (or ``fail``) into the file named
+    by FIXTURE_SET_LEVEL_FILE, never answer (or refuse, quoting API_TOKEN) instead."""
     global log_level
+    mode = _set_level_mode()
+    if mode == "hang":
+        await asyncio.Event().wait()
+    if mode == "fail":
+        raise MCPError(0, f"level refused for {os.environ.get('API_TOKEN', '-')}")
     log_level = params.level
     return EmptyResult()
 
