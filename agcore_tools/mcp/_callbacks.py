@@ -26,7 +26,14 @@ from ..error import ToolConfigError
 from ._error_text import validation_line
 from ._watchdog import Watchdog
 
-__all__ = ["call_user", "check_callback", "guarded_handler", "window"]
+__all__ = [
+    "HANDLER_KEYWORDS",
+    "call_user",
+    "check_callback",
+    "guarded_handler",
+    "live_handlers",
+    "window",
+]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
@@ -232,3 +239,68 @@ def guarded_handler(handler: Any, what: str, server_name: str, seconds: Callable
             return ErrorData(code=INTERNAL_ERROR, message=message)
 
     return guarded
+
+
+HANDLER_KEYWORDS = {
+    "sampling_handler": "sampling_callback",
+    "elicitation_handler": "elicitation_callback",
+    "roots_handler": "list_roots_callback",
+}
+"""The MCP SDK ``Client`` keyword each of the client's handlers is passed as."""
+
+
+def live_handlers(
+    read: Callable[[str], Any], server_name: str, seconds: Callable[[], float], declining: Any
+) -> dict[str, Any]:
+    """The SDK ``Client`` keywords of the handlers that answer the server, each read
+    (``read(name)``, such as ``"sampling_handler"``) when a request comes, so that one
+    replaced on the client answers from then on, on the connection already open.
+
+    A capability is declared when connecting, and only then: the SDK advertises
+    sampling or roots for a callback it is given, and the server sends no request the
+    client did not advertise. So sampling and roots get a callback only when their
+    handler is set now; one set later takes effect at the next connection (the client
+    warns when it is set). Elicitation is always advertised: with no handler (set
+    later, or removed), ``declining`` answers (see :mod:`._elicitation`). A sampling
+    or roots handler removed after connecting is answered as an error naming it."""
+    found: dict[str, Any] = {}
+    for what, keyword in HANDLER_KEYWORDS.items():
+        if what == "elicitation_handler" or read(what) is not None:
+            missing = declining if what == "elicitation_handler" else _removed(what)
+            found[keyword] = _live(read, what, server_name, seconds, missing)
+        else:
+            found[keyword] = None
+    return found
+
+
+def _live(
+    read: Callable[[str], Any],
+    what: str,
+    server_name: str,
+    seconds: Callable[[], float],
+    missing: Any,
+) -> Any:
+    """The SDK callback answering with the handler ``what`` as it is when a request
+    comes (guarded, see :func:`guarded_handler`), or ``missing`` while there is none."""
+    last: list[Any] = [None, None]  # the handler last read, and its guarded form
+
+    async def answer(*args: Any) -> Any:
+        handler = read(what)
+        if handler is None:
+            return await missing(*args)
+        if handler is not last[0]:
+            last[:] = [handler, guarded_handler(handler, what, server_name, seconds)]
+        return await last[1](*args)
+
+    return answer
+
+
+def _removed(what: str) -> Any:
+    """What answers for the ``what`` handler removed after it was advertised."""
+
+    async def refuse(*args: Any) -> Any:
+        from mcp_types import INVALID_REQUEST, ErrorData
+
+        return ErrorData(code=INVALID_REQUEST, message=f"the client no longer has a {what}")
+
+    return refuse

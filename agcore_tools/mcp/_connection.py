@@ -25,7 +25,7 @@ from .._aio import with_timeout
 from .._version import __version__
 from ..error import McpNotInitializedError, McpTimeoutError, ToolError
 from . import _handshake, _sdklog
-from ._callbacks import call_user, guarded_handler, window
+from ._callbacks import HANDLER_KEYWORDS, call_user, live_handlers, window
 from ._elicitation import LiveQuestions
 from ._exchange import EXCHANGE, HttpExchange
 from ._feeds import UpdateFeeds
@@ -154,6 +154,8 @@ class Connection:
         self._startup = Startup(settings.server_name, self.transport, secrets)
         self.updates = UpdateFeeds()
         """The open resource subscriptions of a handshake-era session."""
+        self.answers: frozenset[str] = frozenset()
+        """The client's handlers whose capability was advertised when connecting."""
         self.request_meta: RequestParamsMeta | None = None
         """``_meta`` sent with later requests (a log level set on a 2026-07-28 session)."""
         self.chosen_log_level: str | None = None
@@ -443,20 +445,14 @@ class Connection:
         name = settings.server_name
         # Read when a request comes: the client's timeout may change meanwhile.
         answer_within = window(self.watchdog, lambda: self.settings.timeout)
+        # Each read when a request comes: one replaced after connect() answers from then on.
+        handlers = live_handlers(self._handler, name, answer_within, self.questions.handler)
+        self.answers = frozenset(h for h, k in HANDLER_KEYWORDS.items() if handlers[k] is not None)
         client = Client(
             self._open_transport(),
             mode=mode,
             read_timeout_seconds=settings.timeout,
-            sampling_callback=guarded_handler(
-                settings.sampling_handler, "sampling_handler", name, answer_within
-            ),
-            elicitation_callback=guarded_handler(
-                settings.elicitation_handler, "elicitation_handler", name, answer_within
-            )
-            or self.questions.handler,
-            list_roots_callback=guarded_handler(
-                settings.roots_handler, "roots_handler", name, answer_within
-            ),
+            **handlers,
             logging_callback=self._on_log,
             log_level=settings.log_level,  # type: ignore[arg-type]
             message_handler=self._on_message,
@@ -473,9 +469,7 @@ class Connection:
                 self.stream.event("none", None)  # it sends tools/list_changed on no stream
             scope.deadline = math.inf
             self.client = client
-            self.call_tool = tool_caller(
-                client, self.questions, settings.elicitation_handler is None
-            )
+            self.call_tool = tool_caller(client, self.questions, self._pausable)
             if settings.tasks and is_modern(client):
                 from ._task_wire import resolving_tasks
 
@@ -495,6 +489,14 @@ class Connection:
                 tasks.start_soon(self._keep_alive, interval)
             await self._stop.wait()
             tasks.cancel_scope.cancel()
+
+    def _handler(self, what: str) -> Any:
+        """The client's handler ``what`` now (None once the client is gone)."""
+        return getattr(self._settings(), what, None)
+
+    def _pausable(self) -> bool:
+        """Whether a question may pause a call: the client has no elicitation_handler now."""
+        return self._handler("elicitation_handler") is None
 
     def _open_transport(self) -> AbstractAsyncContextManager[TransportStreams]:
         transport = self.transport

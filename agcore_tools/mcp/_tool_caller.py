@@ -4,6 +4,7 @@ to the user turns into a pause (see :mod:`._input_pause`)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._elicitation import LiveQuestions
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["tool_caller"]
 
 
-def tool_caller(client: Client, questions: LiveQuestions, pausable: bool) -> Any:
+def tool_caller(client: Client, questions: LiveQuestions, pausable: Callable[[], bool]) -> Any:
     """What sends a ``tools/call``: the session's ``call_tool``, which both eras share.
 
     The SDK client's ``call_tool`` adds what only 2026-07-28 sessions use: the
@@ -26,14 +27,14 @@ def tool_caller(client: Client, questions: LiveQuestions, pausable: bool) -> Any
     HEADER_MISMATCH re-list. Both are rare, and its layers cost every call (about 1 %
     of a stdio call's client CPU, docs/benchmarks.md), so on 2026-07-28 a call goes
     to the session, and only an answer needing them is handed to the SDK client.
-    With no elicitation handler (``pausable``), a question a person must answer is
+    With no elicitation handler when the call is made (``pausable()``), a question a person must answer is
     returned to a caller that can pause (an adapter in the loop, see
     :mod:`._input_pause`): a :class:`HeldQuestion`, whose resumed round carries its
     answers, or on 2025-11-25 a :class:`LiveQuestion`.
     """
     session = client.session
     if not is_modern(client):
-        return _legacy_caller(session, questions) if pausable else session.call_tool
+        return _legacy_caller(session, questions, pausable)
     from mcp.shared.exceptions import MCPError
     from mcp_types import HEADER_MISMATCH, CallToolResult, ElicitResult
 
@@ -68,7 +69,7 @@ def tool_caller(client: Client, questions: LiveQuestions, pausable: bool) -> Any
         else:
             if isinstance(result, CallToolResult):
                 return result
-            if pausable and round_ is not None and round_.can_pause:
+            if round_ is not None and round_.can_pause and pausable():
                 held = held_question(result)
                 if held is not None:
                     return held
@@ -86,9 +87,12 @@ def tool_caller(client: Client, questions: LiveQuestions, pausable: bool) -> Any
     return call_tool
 
 
-def _legacy_caller(session: ClientSession, questions: LiveQuestions) -> Any:
-    """2025-11-25 with no elicitation handler: a call the loop made runs as a task, so
-    a question the server asks on the connection can pause the loop while it waits."""
+def _legacy_caller(
+    session: ClientSession, questions: LiveQuestions, pausable: Callable[[], bool]
+) -> Any:
+    """2025-11-25 with no elicitation handler (``pausable()``, when the call is made): a
+    call the loop made runs as a task, so a question the server asks on the connection
+    can pause the loop while it waits."""
 
     async def call_tool(
         name: str,
@@ -106,7 +110,7 @@ def _legacy_caller(session: ClientSession, questions: LiveQuestions) -> Any:
             meta=meta,
         )
         round_ = ROUND.get()
-        if round_ is None or not round_.can_pause:
+        if round_ is None or not round_.can_pause or not pausable():
             return await sending
         call = asyncio.ensure_future(sending)
         return await first_of(

@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
     from mcp.client.session import ElicitationFnT, ListRootsFnT, SamplingFnT
 
 __all__ = ["McpClient"]
+
+logger = logging.getLogger("agcore_tools.mcp")
 
 LogCallback = Callable[[McpLogMessage], "Awaitable[None] | None"]
 """Receives each log message a server sends."""
@@ -263,12 +266,9 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
         """Seconds a fetched tool list stays fresh (None: until invalidated)."""
         self.permission_policy: PermissionPolicy = policy
         """Decides each adapter's ``required_permissions``."""
-        self.sampling_handler = sampling_handler
-        """The SDK sampling callback, or None (sampling not advertised)."""
-        self.elicitation_handler = elicitation_handler
-        """The SDK elicitation callback, or None (every request is declined)."""
-        self.roots_handler = roots_handler
-        """The SDK roots callback, or None (roots not advertised)."""
+        self._sampling_handler = sampling_handler
+        self._elicitation_handler = elicitation_handler
+        self._roots_handler = roots_handler
         self.on_log = on_log
         """Receives server log messages, or None."""
         self.on_progress = on_progress
@@ -302,6 +302,78 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
     @timeout.setter
     def timeout(self, timeout: float) -> None:
         self._timeout = check_timeout(self.server_name, timeout)
+
+    @property
+    def sampling_handler(self) -> SamplingFnT | None:
+        """Answers ``sampling/createMessage``, or None; settable. Sampling is advertised
+        when connecting, and only if there is one then: one set while connected
+        without one takes effect at the next connection (with a WARNING saying so);
+        one replacing another answers the next request.
+
+        Example:
+            >>> client = McpClient("x", StdioTransport("server"))
+            >>> def model(context, params): ...
+            >>> client.sampling_handler = model
+            >>> client.sampling_handler is model
+            True
+        """
+        return self._sampling_handler
+
+    @sampling_handler.setter
+    def sampling_handler(self, handler: SamplingFnT | None) -> None:
+        self._sampling_handler = self._new_handler("sampling_handler", handler)
+
+    @property
+    def elicitation_handler(self) -> ElicitationFnT | None:
+        """Answers ``elicitation/create``, or None (a question pauses a call the loop
+        made, any other is declined); settable, taking effect at the next request.
+
+        Example:
+            >>> client = McpClient("x", StdioTransport("server"))
+            >>> def person(context, params): ...
+            >>> client.elicitation_handler = person
+            >>> client.elicitation_handler = None  # questions pause a loop's call again
+        """
+        return self._elicitation_handler
+
+    @elicitation_handler.setter
+    def elicitation_handler(self, handler: ElicitationFnT | None) -> None:
+        self._elicitation_handler = self._new_handler("elicitation_handler", handler)
+
+    @property
+    def roots_handler(self) -> ListRootsFnT | None:
+        """Answers ``roots/list``, or None; settable, as :attr:`sampling_handler` is
+        (roots are advertised when connecting, only if there is one then).
+
+        Example:
+            >>> client = McpClient("x", StdioTransport("server"))
+            >>> def roots(context): ...
+            >>> client.roots_handler = roots
+            >>> client.roots_handler is roots
+            True
+        """
+        return self._roots_handler
+
+    @roots_handler.setter
+    def roots_handler(self, handler: ListRootsFnT | None) -> None:
+        self._roots_handler = self._new_handler("roots_handler", handler)
+
+    def _new_handler(self, what: str, handler: Any) -> Any:
+        """``handler``, once checked; a WARNING when the server, told when connecting
+        that the client has no such handler, will not ask it before the next connection."""
+        check_callback(self.server_name, what, handler)
+        conn = self._session.conn
+        # Elicitation is always advertised: conn.answers has it.
+        if handler is not None and conn is not None and conn.usable and what not in conn.answers:
+            logger.warning(
+                "MCP server '%s': %s set while connected without one; the server was "
+                "told when connecting that this client answers no %s, so it takes "
+                "effect at the next connection (close() and connect())",
+                self.server_name,
+                what,
+                "sampling/createMessage" if what == "sampling_handler" else "roots/list",
+            )
+        return handler
 
     @deprecated(
         "McpClient.with_timeout() is deprecated; use McpClient.timeout = ... (a settable property)",
