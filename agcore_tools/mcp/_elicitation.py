@@ -95,6 +95,7 @@ class LiveQuestions:
         # Each armed call's timeout (None: the client's), by the future its question goes to.
         self._armed: dict[asyncio.Future[ParkedQuestion], float | None] = {}
         self._decline = declining_handler(server_name, secrets.mask)
+        self._held = 0  # questions parked for a paused call, not yet settled
 
     def arm(self, limit: float | None = None) -> asyncio.Future[ParkedQuestion]:
         """A future that gets the next question, while the caller's call runs; ``limit``:
@@ -121,6 +122,16 @@ class LiveQuestions:
                     self.server_name,
                     len(armed),
                 )
+            elif not armed and self._held:
+                # Not for want of a handler: a paused call holds one question at a time.
+                logger.warning(
+                    "MCP server '%s' asked another question (%.200r) while a paused call "
+                    "waits for the answer to an earlier one; declined: a paused call "
+                    "holds one question at a time",
+                    self.server_name,
+                    self.secrets.mask(str(getattr(params, "message", ""))),
+                )
+                return ElicitResult(action="decline")
             return await self._decline(context, params)
         waiter = armed[0]
         limit = self._armed.pop(waiter)
@@ -130,6 +141,7 @@ class LiveQuestions:
         asked = params.model_dump(by_alias=True, mode="json", exclude_none=True)
         parked = ParkedQuestion(asked, answer, limit)
         waiter.set_result(parked)
+        self._held += 1
         try:
             # Bounded as the call that asked is: its timeout= may be longer or shorter
             # than the client's.
@@ -145,4 +157,5 @@ class LiveQuestions:
             )
             return ElicitResult(action="cancel")
         finally:
+            self._held -= 1
             parked.settled.set()

@@ -432,6 +432,55 @@ async def test_on_2025_the_pause_holds_the_live_question_and_answers_it_in_proce
     assert tool_messages(model.requests[1].json["messages"])["c_ask"] == "accept: blue"
 
 
+class _Declined(logging.Handler):
+    """Wakes a waiter when a question is declined with a WARNING, and keeps its text."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+        self.logged = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "declined" in record.getMessage():
+            self.messages.append(record.getMessage())
+            self.logged.set()
+
+
+async def test_on_2025_a_second_question_while_one_waits_is_declined_saying_why(
+    serve, make_cycle, booking
+):
+    # It was declined with a warning that the client has no elicitation_handler, as if
+    # none could answer, while the first question waited for the app's answer.
+    declined = _Declined()
+    mcp_logger = logging.getLogger("agcore_tools.mcp")
+    mcp_logger.addHandler(declined)
+    twice = S.reply_tool_calls([("ask_twice", {"question": "Your colour?"}, "c_ask")])
+    model = serve(twice, S.reply_text("Blue it is."))
+    client, registry = await _legacy(booking.url)
+    try:
+        cycle = make_cycle(model)
+        paused = await cycle.submit_with_tools("colour?", registry)
+        [question] = paused.pending
+        assert isinstance(question, InputRequest)
+        # The other question comes while this one waits for its answer.
+        await asyncio.wait_for(declined.logged.wait(), 10)
+        done = await cycle.submit_with_tools(
+            None, registry, approvals=[question.accept({"answer": "blue"})]
+        )
+    finally:
+        mcp_logger.removeHandler(declined)
+        await client.close()
+    assert done.text == "Blue it is."
+    told = tool_messages(model.requests[1].json["messages"])["c_ask"]
+    assert sorted(told.split("; ")) == ["accept: blue", "decline: "]
+    other = "Your colour? (again)" if question.message == "Your colour?" else "Your colour?"
+    assert declined.messages == [
+        f"MCP server 'shop' asked another question ({other!r}) while a paused call "
+        "waits for the answer to an earlier one; declined: a paused call holds one "
+        "question at a time"
+    ]
+
+
 async def test_on_2025_two_conversations_with_the_same_call_id_keep_their_own_questions(
     serve, make_cycle, booking
 ):

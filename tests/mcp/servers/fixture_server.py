@@ -304,6 +304,20 @@ async def ask(question: str, ctx: Context) -> str:
 
 
 @server.tool(structured_output=False)
+async def ask_twice(question: str, ctx: Context) -> str:
+    """Ask the client two questions at once, as a tool gathering two answers does; say
+    how each was answered."""
+
+    async def one(text: str) -> str:
+        result = await ctx.elicit(text, Answer)
+        data = getattr(result, "data", None)
+        return f"{result.action}: {data.answer if data else ''}"
+
+    first, second = await asyncio.gather(one(question), one(f"{question} (again)"))
+    return f"{first}; {second}"
+
+
+@server.tool(structured_output=False)
 async def ask_then_progress(question: str, steps: int, ctx: Context) -> str:
     """Ask the client, then report progress ``steps`` times."""
     answered = await ask(question, ctx)
