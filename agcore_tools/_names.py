@@ -23,6 +23,7 @@ __all__ = [
     "noted_name",
     "registered_name",
     "server_of",
+    "server_prefix",
     "with_digest",
     "with_original_name",
 ]
@@ -69,10 +70,36 @@ def registered_name(tool_name: str, prefix: str | None = None) -> str:
     # Folded first, a Latin name keeps its letters: "löschen", not "l_schen".
     folded = full if full.isascii() else fold_accents(full)
     name = _INVALID.sub("_", folded)
-    lost = any(unicodedata.category(c)[0] not in "PZ" for c in _INVALID.findall(folded))
-    if lost or len(name) > MAX_NAME:
+    if _loses_letters(folded) or len(name) > MAX_NAME:
         name = with_digest(name, full)
     return name or "_"
+
+
+def server_prefix(server_name: str) -> str:
+    """The prefix a server's tools get under ``prefix=True``: its name, unless that
+    loses letters once made valid (a name in Chinese), which would leave the tools with
+    no prefix at all (``数据库__query`` was ``_____query_2987bdfe``). Such a name gets a
+    stable ASCII one instead: what is left of it (``mcp`` if nothing is), ``_`` and 8
+    hex digits of a hash of the name, so two such servers keep prefixes of their own.
+
+    Example:
+        >>> server_prefix("files"), server_prefix("my server"), server_prefix("Café")
+        ('files', 'my server', 'Café')
+        >>> server_prefix("数据库"), server_prefix("db数据库")
+        ('mcp_263200d7', 'db_52c4c654')
+    """
+    folded = server_name if server_name.isascii() else fold_accents(server_name)
+    if not _loses_letters(folded):
+        return server_name
+    kept = re.sub(r"_+", "_", _INVALID.sub("_", folded)).strip("_")
+    digest = hashlib.sha256(server_name.encode()).hexdigest()[:_DIGEST]
+    return f"{kept or 'mcp'}_{digest}"
+
+
+def _loses_letters(folded: str) -> bool:
+    """Whether ``folded`` (accents dropped) has characters ``_`` would replace other
+    than separators (punctuation, spaces): letters, symbols."""
+    return any(unicodedata.category(c)[0] not in "PZ" for c in _INVALID.findall(folded))
 
 
 def with_digest(name: str, full: str) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Collection, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Protocol, cast
 
-from .._names import registered_name, with_digest, with_original_name
+from .._names import registered_name, server_prefix, with_digest, with_original_name
 from .._ranking import words
 from .._returns import UNWRAPS, wraps_plain_value
 from ..base import BaseTool, ToolContext
@@ -78,15 +78,19 @@ class ToolCaller(Protocol):
 
 
 def prefix_for(server_name: str, prefix: bool | str) -> str | None:
-    """The prefix of a client's adapter names: ``prefix=True`` is the server's name, a
-    string itself, and False (or ``""``) none.
+    """The prefix of a client's adapter names: ``prefix=True`` is the server's name (a
+    stable ASCII one for a name that would lose its letters, see
+    :func:`~agcore_tools._names.server_prefix`), a string itself, and False (or
+    ``""``) none.
 
     Example:
         >>> prefix_for("fs", True), prefix_for("fs", "files"), prefix_for("fs", False)
         ('fs', 'files', None)
+        >>> prefix_for("数据库", True)
+        'mcp_263200d7'
     """
     if prefix is True:
-        return server_name
+        return server_prefix(server_name)
     return prefix or None
 
 

@@ -5,6 +5,7 @@ refusal of a call in the tool loop."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import sys
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from agcore_tools import (
     ToolRegistry,
     tool,
 )
+from agcore_tools._names import server_of
 from agcore_tools.mcp import McpTool
 from agcore_tools.mcp._adapter import adapter_name
 from agcore_tools.testing import ScriptedChatServer as S
@@ -56,6 +58,27 @@ def test_names_are_the_servers_by_default() -> None:
     assert all(isinstance(t, McpTool) for t in tools)
     assert tools[0].description == "Read a file."
     assert tools[0].parameters == {"type": "object", "properties": {}}
+
+
+async def test_a_server_named_in_chinese_keeps_a_prefix_of_its_own() -> None:
+    # "数据库" lost every letter, and with them the prefix: its tools were named
+    # "_____echo_<digest>", read as having no server at all (tool search's catalogue).
+    registry = ToolRegistry()
+    names: dict[str, list[str]] = {}
+    for server in ("数据库", "数据仓库", "db数据"):
+        async with McpClient(server, fixture_stdio(), timeout=15) as client:
+            tools = client.into_tools(prefix=True)
+            registry.register_all(tools)
+            [echo] = [t for t in tools if isinstance(t, McpTool) and t.info.name == "echo"]
+            names[server] = [echo.name]
+            assert (await registry.invoke(echo.name, {"text": "hi"})).output == "hi"
+    digest = {s: hashlib.sha256(s.encode()).hexdigest()[:8] for s in names}
+    assert names == {
+        "数据库": [f"mcp_{digest['数据库']}__echo"],
+        "数据仓库": [f"mcp_{digest['数据仓库']}__echo"],
+        "db数据": [f"db_{digest['db数据']}__echo"],
+    }
+    assert {server_of(n[0]) for n in names.values()} == {n[0][:-6] for n in names.values()}
 
 
 def test_prefix_option() -> None:
