@@ -88,15 +88,23 @@ class ToolCache:
         for want of a valid one)."""
         self._fresh_until = -1.0
         self._generation = 0
+        self._started = 0  # fetches started, counted
+        self._ended = 0  # the count of the last fetch that ended with a list
         self._lock = asyncio.Lock()
 
     def invalidate(self, reason: str | None) -> None:
-        """Make the next read fetch the list again (``reason`` is logged; None: silently)."""
+        """Make the next read fetch the list again (``reason`` is logged; None: silently).
+        Logged at INFO only when it clears a list still fresh: a server that floods
+        ``tools/list_changed`` notices costs one line per list fetched, not per notice."""
+        was_fresh = self.infos is not None and time.monotonic() < self._fresh_until
         self._generation += 1
         self._fresh_until = -1.0
         if reason is not None:
-            logger.info(
-                "MCP server '%s': %s; tool list cache cleared", self.session.server_name, reason
+            logger.log(
+                logging.INFO if was_fresh else logging.DEBUG,
+                "MCP server '%s': %s; tool list cache cleared",
+                self.session.server_name,
+                reason,
             )
 
     def new_loop(self) -> None:
@@ -124,9 +132,16 @@ class ToolCache:
         conn = await self.session.ready("tools/list")
         if self.infos is not None and time.monotonic() < self._fresh_until:
             return list(self.infos)
+        asked = self._started
         async with self._lock:
-            # Another task may have fetched while this one waited for the lock.
+            # Another task may have fetched while this one waited for the lock: a list
+            # still fresh, or one whose fetch started after this read asked, which is as
+            # current as a fetch of its own (it came after any change notice this read
+            # could know of). So readers that wait share one fetch, however often the
+            # server says its list changed meanwhile: they all fetched again in turn.
             if self.infos is not None and time.monotonic() < self._fresh_until:
+                return list(self.infos)
+            if self.infos is not None and self._ended > asked:
                 return list(self.infos)
             return list(await self._fetch(conn, recover=True))
 
@@ -140,6 +155,8 @@ class ToolCache:
         if client is None:
             raise session.not_usable(conn, None, "tools/list")
         generation = self._generation
+        self._started += 1
+        number = self._started
         started = time.monotonic()
         limit = session.settings.timeout
 
@@ -185,6 +202,7 @@ class ToolCache:
         for page in listed:
             ttl = _shorter(ttl, _server_ttl(page))
         self.infos = infos
+        self._ended = max(self._ended, number)
         # A change notice that arrived during the fetch leaves the list stale, as does
         # a notification stream being reopened (a change may come meanwhile, unheard).
         if generation == self._generation and conn.stream.state != "lost":
