@@ -123,11 +123,13 @@ class LiveQuestions:
                     len(armed),
                 )
             elif not armed and self._held:
-                # Not for want of a handler: a paused call holds one question at a time.
+                # From the paused call (which holds one question at a time) or from one
+                # that cannot pause: the wire does not say, so the warning names both.
                 logger.warning(
-                    "MCP server '%s' asked another question (%.200r) while a paused call "
-                    "waits for the answer to an earlier one; declined: a paused call "
-                    "holds one question at a time",
+                    "MCP server '%s' asked a question (%.200r) while a paused call waits "
+                    "for the answer to another; declined: a paused call holds one question "
+                    "at a time, 2025-11-25 does not say which call asked, and the McpClient "
+                    "has no elicitation_handler to answer it",
                     self.server_name,
                     self.secrets.mask(str(getattr(params, "message", ""))),
                 )
