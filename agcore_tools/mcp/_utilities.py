@@ -100,6 +100,13 @@ async def notify_roots_changed(session: Session) -> bool:
         # 2026-07-28 servers ask for roots within the request that needs them, so they
         # always get the handler's current answer: there is nothing to send.
         return False
+    if "roots_handler" not in conn.answers:
+        # Set after connecting: the server was told then that there are no roots.
+        raise McpUsageError(
+            f"MCP server '{session.server_name}': the roots_handler was set after "
+            "connecting, and the server was told when connecting that this client has no "
+            "roots; it takes effect at the next connection (close() and connect())"
+        )
     import mcp_types as types
 
     await session.send(

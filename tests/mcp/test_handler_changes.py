@@ -13,6 +13,7 @@ import mcp_types as types
 import pytest
 
 from agcore_tools import McpClient, ToolConfigError, ToolError
+from agcore_tools.error import McpUsageError
 
 from .conftest import fixture_stdio
 
@@ -120,3 +121,18 @@ def test_a_handler_set_later_is_checked_as_one_given_at_construction() -> None:
     with pytest.raises(ToolConfigError, match="sampling_handler must be a function of"):
         client.sampling_handler = "ask the model"  # type: ignore[assignment]
     assert client.sampling_handler is None
+
+
+async def test_roots_changes_of_a_handler_set_while_connected_without_one_are_refused(
+    make_client: Any,
+) -> None:
+    # The server was told when connecting that this client has no roots; the
+    # notification of a change to roots it never had was sent all the same.
+    client = make_client(protocol="legacy")
+    async with client:
+        client.roots_handler = _roots("file:///srv/project")
+        with pytest.raises(McpUsageError, match="told when connecting that this client has no"):
+            await client.notify_roots_changed()
+        assert await client.call_tool("roots_changed_count") == "0"
+    async with client:  # declared from this connection on
+        assert await client.notify_roots_changed() is True
