@@ -45,7 +45,13 @@ class NotificationStream:
         name = self.server_name
         if event == "open":
             if self.state == "lost":
-                self._tools_changed("the notification stream is back")
+                # Always at INFO, as the loss was a WARNING: the cache's own line drops to
+                # DEBUG when the list was no longer fresh, as it is while the stream is lost.
+                logger.info(
+                    "MCP server '%s': the notification stream is back; tool list cache cleared",
+                    name,
+                )
+                self._tools_changed(None)
             self.state = "open"
         elif event == "none":
             self.state = "none"
