@@ -1821,12 +1821,20 @@ async def test_a_guarded_tool_raising_its_own_timeout_error_failed_not_timed_out
     assert isinstance(result.error.__cause__, TimeoutError)
 
 
-async def test_a_cached_value_that_is_not_json_is_a_miss_not_a_failure(
-    caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize(
+    ("value", "fault"),
+    [
+        pytest.param('{"status": "ship', "JSONDecodeError", id="not-json"),
+        pytest.param("[" * 100_000 + "]" * 100_000, "RecursionError", id="nested-too-deep"),
+    ],
+)
+async def test_a_cached_value_that_cannot_be_read_is_a_miss_not_a_failure(
+    value: str, fault: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     # A value the cache never wrote (another app's under the key, a store that mangles
-    # it) failed the call with a JSONDecodeError; a store that cannot be read fails no
-    # call: the tool runs, and its result is written over the value.
+    # it) failed the call with a JSONDecodeError, or a RecursionError for JSON nested too
+    # deep to decode; a store that cannot be read fails no call: the tool runs, and its
+    # result is written over the value.
     caplog.set_level(logging.WARNING, "agcore_tools.policies")
     store = MemoryCacheStore()
     registry = ToolRegistry()
@@ -1840,41 +1848,12 @@ async def test_a_cached_value_that_is_not_json_is_a_miss_not_a_failure(
 
     key = registry.entry("lookup").guard.cache_key({"order_id": "A1"})  # type: ignore[union-attr]
     assert key is not None
-    await store.set(key, '{"status": "ship', 60.0)
+    await store.set(key, value, 60.0)
     first = await registry.invoke("lookup", {"order_id": "A1"})
     assert first.ok and first.output == "shipped" and not first.cached and runs == ["A1"]
     again = await registry.invoke("lookup", {"order_id": "A1"})
     assert again.cached and again.output == "shipped" and runs == ["A1"]
     warned = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.policies"]
     assert warned == [
-        "tool 'lookup': its result cache could not be read; the call runs uncached: JSONDecodeError"
-    ]
-
-
-async def test_a_cached_value_nested_too_deep_to_read_is_a_miss_not_a_failure(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    # JSON the decoder cannot read for its depth (another app's value under the key)
-    # raised RecursionError, which failed the call, as any unreadable value once did.
-    caplog.set_level(logging.WARNING, "agcore_tools.policies")
-    store = MemoryCacheStore()
-    registry = ToolRegistry()
-    runs: list[str] = []
-
-    @registry.tool(policy=ToolPolicy(cache=ResultCache(60, store=store)))
-    def lookup(order_id: str) -> str:
-        """Look an order up."""
-        runs.append(order_id)
-        return "shipped"
-
-    key = registry.entry("lookup").guard.cache_key({"order_id": "A1"})  # type: ignore[union-attr]
-    assert key is not None
-    await store.set(key, "[" * 100_000 + "]" * 100_000, 60.0)
-    first = await registry.invoke("lookup", {"order_id": "A1"})
-    assert first.ok and first.output == "shipped" and not first.cached and runs == ["A1"]
-    again = await registry.invoke("lookup", {"order_id": "A1"})
-    assert again.cached and again.output == "shipped" and runs == ["A1"]
-    warned = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.policies"]
-    assert warned == [
-        "tool 'lookup': its result cache could not be read; the call runs uncached: RecursionError"
+        f"tool 'lookup': its result cache could not be read; the call runs uncached: {fault}"
     ]

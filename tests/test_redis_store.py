@@ -9,6 +9,7 @@ nothing saved to disk.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -256,6 +257,25 @@ async def test_a_full_redis_or_none_never_fails_a_call_that_ran(
     assert isinstance(error.__cause__, ToolError) and registry.unavailable_tools() == []
 
 
+@contextlib.asynccontextmanager
+async def silent_server() -> AsyncIterator[int]:
+    """The port of a server on 127.0.0.1 that accepts connections and never answers
+    (partitioned, stalled in a fork)."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)  # read nothing, answer nothing
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+
+
 async def test_a_redis_that_never_answers_leaves_the_tool_to_run_uncached(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -263,44 +283,34 @@ async def test_a_redis_that_never_answers_leaves_the_tool_to_run_uncached(
     # fork): each cache read and write gives up at its bound, within the call's time,
     # and the tool runs. Nothing is a failure: not of the call, not to the breaker.
     caplog.set_level(logging.WARNING, "agcore_tools.policies")
-    held: list[asyncio.StreamWriter] = []
-
-    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        held.append(writer)  # read nothing, answer nothing
-
-    server = await asyncio.start_server(hold, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
     runs: list[str] = []
-    try:
-        async with RedisStore(f"redis://127.0.0.1:{port}/0", prefix="t:") as store:
-            registry = ToolRegistry()
-            breaker = Breaker(failures=1)
-            cache = ResultCache(60, store=store, store_timeout=0.2)
+    async with (
+        silent_server() as port,
+        RedisStore(f"redis://127.0.0.1:{port}/0", prefix="t:") as store,
+    ):
+        registry = ToolRegistry()
+        breaker = Breaker(failures=1)
+        cache = ResultCache(60, store=store, store_timeout=0.2)
 
-            @registry.tool(policy=ToolPolicy(cache=cache, breaker=breaker))
-            def lookup(order_id: str) -> str:
-                """Look an order up."""
-                runs.append(order_id)
-                return f"order {order_id}: shipped"
+        @registry.tool(policy=ToolPolicy(cache=cache, breaker=breaker))
+        def lookup(order_id: str) -> str:
+            """Look an order up."""
+            runs.append(order_id)
+            return f"order {order_id}: shipped"
 
-            # The default bound (0.5 s) is cut to half the time left: the tool's own
-            # timeout of 0.6 s leaves it time to run.
-            slow = ResultCache(60, store=store)
+        # The default bound (0.5 s) is cut to half the time left: the tool's own
+        # timeout of 0.6 s leaves it time to run.
+        slow = ResultCache(60, store=store)
 
-            @registry.tool(timeout=0.6, policy=ToolPolicy(cache=slow, breaker=breaker))
-            def stock(sku: str) -> int:
-                """Stock level."""
-                runs.append(sku)
-                return 3
+        @registry.tool(timeout=0.6, policy=ToolPolicy(cache=slow, breaker=breaker))
+        def stock(sku: str) -> int:
+            """Stock level."""
+            runs.append(sku)
+            return 3
 
-            (first,) = await registry.invoke_all([("lookup", {"order_id": "A1"})], timeout=2.0)
-            second = await registry.invoke("lookup", {"order_id": "A2"})  # no timeout at all
-            third = await registry.invoke("stock", {"sku": "B1"})
-    finally:
-        for writer in held:
-            writer.close()
-        server.close()
-        await server.wait_closed()
+        (first,) = await registry.invoke_all([("lookup", {"order_id": "A1"})], timeout=2.0)
+        second = await registry.invoke("lookup", {"order_id": "A2"})  # no timeout at all
+        third = await registry.invoke("stock", {"sku": "B1"})
     for result in (first, second, third):
         assert result.ok and result.may_have_run and not result.cached, result.error
     assert first.output == "order A1: shipped" and third.output == 3
@@ -320,15 +330,8 @@ async def test_a_rate_store_that_never_answers_refuses_a_call_with_no_timeout(
     # unrun at the bound, instead of waiting as long as the store stalls. (redis-py's
     # own socket timeout, 5 s by default in 8.x, is off here, as a client may have it.)
     monkeypatch.setattr(_guard, "RESERVE_TIMEOUT", 0.3, raising=False)
-    held: list[asyncio.StreamWriter] = []
-
-    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        held.append(writer)  # read nothing, answer nothing
-
-    server = await asyncio.start_server(hold, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
     runs: list[str] = []
-    try:
+    async with silent_server() as port:
         url = f"redis://127.0.0.1:{port}/0"
         async with RedisStore(url, prefix="t:", socket_timeout=None) as store:
             registry = ToolRegistry()
@@ -341,11 +344,6 @@ async def test_a_rate_store_that_never_answers_refuses_a_call_with_no_timeout(
 
             calls = registry.invoke_all([("lookup", {"order_id": "A1"})])  # no timeout
             (result,) = await asyncio.wait_for(calls, 10)
-    finally:
-        for writer in held:
-            writer.close()
-        server.close()
-        await server.wait_closed()
     assert isinstance(result.error, ToolUnavailableError) and not result.may_have_run
     assert str(result.error) == (
         "tool 'lookup' is unavailable: its rate limit could not be checked: no answer within 0.3 s"
