@@ -79,6 +79,23 @@ def clip(text: str, limit: int = MAX_TEXT) -> str:
     return f"{text[:limit]}… ({len(text) - limit} more characters)"
 
 
+MAX_FIELD = 1000
+"""Characters of one field's ``repr`` in :func:`bounded_repr` before it is cut."""
+
+
+def bounded_repr(record: Any) -> str:
+    """A dataclass's ``repr`` with each field's value cut at :data:`MAX_FIELD` characters
+    (saying how many were left out): the plain text a notebook keeps next to the tables,
+    which the full ``repr`` of a large output would swell by megabytes."""
+    import dataclasses
+
+    parts = []
+    for item in dataclasses.fields(record):
+        if item.repr:
+            parts.append(f"{item.name}={clip(repr(getattr(record, item.name)), MAX_FIELD)}")
+    return f"{type(record).__qualname__}({', '.join(parts)})"
+
+
 def markdown_quote(text: str, limit: int = MAX_TEXT) -> str:
     """A Markdown block quote of free text: its Markdown renders, its HTML shows as text."""
     lines = clip(text, limit).splitlines() or [""]

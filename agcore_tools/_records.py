@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ._display import html_table, invocation_rows, markdown_table
+from ._display import bounded_repr, html_table, invocation_rows, markdown_table
 from ._guard import Guard
 from .base import BaseTool
 from .error import ToolConfigError, ToolDefinitionError, ToolError
@@ -420,6 +420,11 @@ class ToolInvocation:
         """The same view as :meth:`_repr_markdown_`, in HTML."""
         mark = "ok" if self.ok else "failed"
         return html_table(("", ""), invocation_rows(self), f"ToolInvocation ({mark})")
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's plain-text view: the ``repr`` with each field cut at 1,000
+        characters, so a large output does not land in the notebook file whole."""
+        printer.text(bounded_repr(self))
 
 
 class ToolCall(NamedTuple):

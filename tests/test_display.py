@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from agcore_tools import ToolContext, ToolError, ToolInvocation, ToolRegistry
 from agcore_tools._display import html_table, markdown_table, short
 
@@ -150,3 +152,33 @@ def test_chat_response_says_when_usage_was_not_reported() -> None:
         "| usage | 7 tokens (5 prompt + 2 completion) over 2 request(s); "
         "only 1 of 2 reported usage |"
     )
+
+
+def test_plain_text_view_of_a_large_invocation_and_response_is_bounded() -> None:
+    # IPython stores the text/plain view next to the tables in the notebook file: a
+    # tool's 5 MB output must not land there whole (the dataclass repr would put it).
+    pretty = pytest.importorskip("IPython.lib.pretty")
+    from agcore_tools import ChatResponse, FinishReason
+
+    registry = ToolRegistry()
+
+    @registry.tool
+    def big() -> str:
+        """A large output."""
+        return "x" * 5_000_000
+
+    inv = registry.invoke_sync("big", {})
+    text = pretty.pretty(inv)
+    assert len(text) < 3000, len(text)
+    assert text.startswith("ToolInvocation(tool_name='big', input={}, output='xxx")
+    assert "(4999002 more characters)" in text and "may_have_run=True" in text
+    response = ChatResponse(
+        {"role": "assistant", "content": "y" * 2_000_000},
+        "y" * 2_000_000,
+        FinishReason.STOP,
+        invocations=(inv,),
+    )
+    text = pretty.pretty(response)
+    assert len(text) < 20_000, len(text)
+    assert "finish_reason=<FinishReason.STOP: 'stop'>" in text
+    assert len(repr(inv)) > 5_000_000  # repr() itself stays the whole value

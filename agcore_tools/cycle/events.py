@@ -25,7 +25,14 @@ from typing import Any, TypeAlias
 from typing_extensions import deprecated
 
 from .._deprecated import renamed
-from .._display import call_text, html_table, html_text, markdown_quote, markdown_table
+from .._display import (
+    bounded_repr,
+    call_text,
+    html_table,
+    html_text,
+    markdown_quote,
+    markdown_table,
+)
 from .._progress import ToolBreakerChanged, ToolPartialResult, ToolProgress
 from .._sdk import sdk_field
 from .._usage import ZERO_USAGE as ZERO_USAGE
@@ -250,6 +257,12 @@ class ChatResponse:
         if self.tool_costs:
             parts.append(html_table(COST_HEADERS, cost_rows(self.tool_costs), "Tool costs"))
         return "".join(parts)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's plain-text view: the ``repr`` with each field cut at 1,000
+        characters, so a long answer or large tool outputs do not land in the notebook
+        file whole."""
+        printer.text(bounded_repr(self))
 
 
 _CALL_HEADERS = ("tool", "input", "output", "duration")
