@@ -6,6 +6,7 @@ registry imports this module, and ``html`` brings its table of 2,000 entities.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -87,8 +88,6 @@ def bounded_repr(record: Any) -> str:
     """A dataclass's ``repr`` with each field's value cut at :data:`MAX_FIELD` characters
     (saying how many were left out): the plain text a notebook keeps next to the tables,
     which the full ``repr`` of a large output would swell by megabytes."""
-    import dataclasses
-
     parts = []
     for item in dataclasses.fields(record):
         if item.repr:
