@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .._unicode import scrub_json
 from ..error import LlmUsageError
 
 __all__ = ["ROLES", "check_history", "given_messages", "has_parsed", "kind", "without_parsed"]
@@ -40,7 +41,8 @@ def kind(value: object) -> str:
 
 
 def given_messages(messages: object, api: str, method: str) -> list[Message]:
-    """``messages`` as new dicts for the history, each checked; an SDK message object
+    """``messages`` as new dicts for the history, each checked, with every lone surrogate
+    in their text replaced by U+FFFD (no request can encode one); an SDK message object
     (a pydantic model) is read as its ``to_dict()``, with ``content`` ``""`` next to
     tool calls (the one shape every server takes back).
 
@@ -92,7 +94,7 @@ def given_messages(messages: object, api: str, method: str) -> list[Message]:
                 f"{method}() got a message with {got} at index {index}: a message's role is "
                 f"one of {', '.join(ROLES)}{hint}"
             )
-        added.append(_with_calls_read(message) or dict(message))
+        added.append(scrub_json(_with_calls_read(message) or dict(message)))
     return added
 
 

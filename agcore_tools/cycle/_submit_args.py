@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .._unicode import scrub
 from ..base import BaseTool
 from ..error import LlmUsageError
 from ..registry import ToolRegistry, checked_in
@@ -66,7 +67,8 @@ def as_registry(tools: Tools, method: str) -> ToolRegistry:
 
 
 def user_message(prompt: str) -> Message:
-    """The user message ``prompt`` makes; anything but a string raises
+    """The user message ``prompt`` makes, each lone surrogate in it replaced by U+FFFD
+    (no request can encode one); anything but a string raises
     :class:`~agcore_tools.error.LlmUsageError` (a ``TypeError``).
 
     Example:
@@ -79,7 +81,7 @@ def user_message(prompt: str) -> Message:
             f"a prompt is a string, got {kind(prompt)}; to go on from the history with "
             "no new message, call submit_with_tools(None, registry) or submit_messages([])"
         )
-    return {"role": "user", "content": prompt}
+    return {"role": "user", "content": scrub(prompt)}
 
 
 def prompt_messages(prompt: str | None) -> list[Message]:

@@ -21,6 +21,7 @@ from .. import _sync
 from .._deprecated import renamed
 from .._keywords import checks_public_keywords
 from .._selection import Selector, check_selector
+from .._unicode import scrub
 from ..approval import ApprovalDecision
 from ..base import ToolContext
 from ..error import LlmUsageError
@@ -163,7 +164,8 @@ class LlmCycle(TranscriptViews):
         self.messages: list[Message] = []
         """The conversation so far, in the Chat Completions request format."""
         if system_prompt is not None:
-            self.messages.append({"role": "system", "content": system_prompt})
+            # A lone surrogate (a file name os.listdir decoded) would fail every request.
+            self.messages.append({"role": "system", "content": scrub(system_prompt)})
         self._owns_client = owned
         self._closed = False
         self._session = Session()  # request count, busy flag, a resumed run's state

@@ -381,6 +381,33 @@ async def test_lone_surrogates_in_an_output_type_s_descriptions_are_sent_replace
     assert Sum.model_json_schema()["properties"]["total"]["description"] == "The sum\udfff."
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("entry", ["prompt", "system_prompt", "messages"])
+async def test_lone_surrogates_in_the_caller_s_text_are_sent_replaced(
+    serve, make_cycle, api, entry
+):
+    # Before: a prompt, a system prompt or a given message holding a file name as
+    # os.listdir decodes it failed the request with LlmError: UnicodeEncodeError.
+    server = serve(S.reply_text("seen"), S.reply_text("still talking"))
+    cycle = make_cycle(
+        server, api=api, system_prompt=f"Files: {LISTED}" if entry == "system_prompt" else None
+    )
+
+    if entry == "messages":
+        response = await cycle.submit_messages(
+            [{"role": "user", "content": [{"type": "text", "text": f"Open {LISTED}"}]}]
+        )
+    else:
+        response = await cycle.submit(f"Open {LISTED}" if entry == "prompt" else "Open it")
+
+    assert response.text == "seen"
+    sent = json.dumps(server.requests[0].json, ensure_ascii=False)
+    assert "caf\ufffd.txt" in sent and "\udce9" not in sent
+    assert "caf\ufffd.txt" in json.dumps(cycle.messages, ensure_ascii=False)  # as sent
+    assert (await cycle.submit("And now?")).text == "still talking"
+    assert_encodes(cycle.messages)
+
+
 async def test_lone_surrogates_in_the_model_s_own_message_are_replaced(serve, make_cycle):
     registry, _ = hostile_registry()
     server = serve(
