@@ -304,6 +304,18 @@ async def test_an_mcp_result_holding_an_embedded_image_and_pdf_replays_as_record
         assert await snapshot(cassette) == recorded
 
 
+@pytest.mark.parametrize("prefix", [True, "数据库"], ids=["server-name", "string"])
+async def test_a_cassette_s_tools_keep_a_prefix_in_chinese_as_the_client_s_do(
+    tmp_path: Path, prefix: bool | str
+) -> None:
+    # The cassette's into_tools(prefix=True) used the server's name as it was, so a
+    # server named "数据库" had tools named "_____echo_<digest>", not as McpClient names them.
+    with Cassette(tmp_path / "names.json", "rewrite") as cassette:
+        async with cassette.mcp(McpClient("数据库", fixture_stdio())) as db:
+            names = {tool.name for tool in db.into_tools(prefix=prefix)}
+    assert "mcp_263200d7__echo" in names
+
+
 async def test_an_mcp_call_the_cassette_does_not_hold_fails_the_replay(tmp_path: Path) -> None:
     cassette = Cassette.from_interactions(
         [

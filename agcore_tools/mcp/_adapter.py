@@ -78,20 +78,20 @@ class ToolCaller(Protocol):
 
 
 def prefix_for(server_name: str, prefix: bool | str) -> str | None:
-    """The prefix of a client's adapter names: ``prefix=True`` is the server's name (a
-    stable ASCII one for a name that would lose its letters, see
-    :func:`~agcore_tools._names.server_prefix`), a string itself, and False (or
-    ``""``) none.
+    """The prefix of a client's adapter names: ``prefix=True`` is the server's name, a
+    string itself, and False (or ``""``) none. A name or a string that would lose its
+    letters once made valid gets a stable ASCII one instead (see
+    :func:`~agcore_tools._names.server_prefix`).
 
     Example:
         >>> prefix_for("fs", True), prefix_for("fs", "files"), prefix_for("fs", False)
         ('fs', 'files', None)
-        >>> prefix_for("数据库", True)
-        'mcp_263200d7'
+        >>> prefix_for("数据库", True), prefix_for("fs", "数据库")
+        ('mcp_263200d7', 'mcp_263200d7')
     """
     if prefix is True:
         return server_prefix(server_name)
-    return prefix or None
+    return server_prefix(prefix) if prefix else None
 
 
 def adapter_name(tool_name: str, prefix: str | None = None) -> str:

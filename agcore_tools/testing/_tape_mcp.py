@@ -34,7 +34,7 @@ from ..error import (
     _CassetteConfigError,
 )
 from ..mcp import McpClient
-from ..mcp._adapter import make_adapters
+from ..mcp._adapter import make_adapters, prefix_for
 from ..mcp._tools import definition
 from ..mcp.models import McpToolInfo
 from ..mcp.policy import PermissionPolicy
@@ -431,7 +431,7 @@ class CassetteMcpClient(McpClient):
             raise CassetteError(
                 f"MCP server '{self.server_name}': no tool list yet; connect() first"
             )
-        name = self.server_name if prefix is True else (prefix or None)
+        name = prefix_for(self.server_name, prefix)
         chosen = policy or self.permission_policy
         return make_adapters(self, self._infos, name, chosen)
 

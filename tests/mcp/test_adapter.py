@@ -81,6 +81,20 @@ async def test_a_server_named_in_chinese_keeps_a_prefix_of_its_own() -> None:
     assert {server_of(n[0]) for n in names.values()} == {n[0][:-6] for n in names.values()}
 
 
+async def test_a_prefix_given_in_chinese_is_kept_as_the_server_name_would_be() -> None:
+    # into_tools(prefix="数据库") lost the prefix, as prefix=True on a server so named
+    # did: its tools were named "_____echo_<digest>", read as having no server at all.
+    async with McpClient("fixture", fixture_stdio(), timeout=15) as client:
+        tools = client.into_tools(prefix="数据库")
+        registry = ToolRegistry()
+        registry.register_all(tools)
+        [echo] = [t for t in tools if isinstance(t, McpTool) and t.info.name == "echo"]
+        assert (await registry.invoke(echo.name, {"text": "hi"})).output == "hi"
+    digest = hashlib.sha256("数据库".encode()).hexdigest()[:8]
+    assert echo.name == f"mcp_{digest}__echo"
+    assert server_of(echo.name) == f"mcp_{digest}"
+
+
 def test_prefix_option() -> None:
     assert [t.name for t in _client(READ).into_tools(prefix=True)] == ["files__read_file"]
     assert [t.name for t in _client(READ).into_tools(prefix="fs")] == ["fs__read_file"]
