@@ -357,6 +357,9 @@ def _end_soon(loop: asyncio.AbstractEventLoop, trace: RunTrace) -> None:
     """End a dropped stream's run span on ``loop``. Not here: the garbage collector may
     run this inside OpenTelemetry's own code, holding a lock that ending a span takes."""
     # A closed loop raises RuntimeError: the span is left, as nothing runs there any more.
+    # Ending it here instead is no safer once the loop is closed: the collector runs in
+    # whichever thread allocates, maybe inside an exporter holding its threading.Lock
+    # (InMemorySpanExporter.export extends a deque under one), which span.end() takes.
     with contextlib.suppress(RuntimeError):
         loop.call_soon_threadsafe(trace.dropped)
 
