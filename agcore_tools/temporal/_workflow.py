@@ -29,6 +29,7 @@ from .._clock import CLOCK
 from .._code_mode import CALLS_LIMITED, UNAWAITED_CALLS_FAIL, WRAPPED_AGAIN
 from .._selection import CodeMode
 from .._table import OFFERED_LISTED
+from .._unicode import scrub
 from ..approval import ApprovalDecision, ApprovalRequest
 from ..base import ToolContext
 from ..calls import CHECKS_TOGETHER, CUT_CALLS_NOT_REPAIRED, NON_FINITE_REFUSED, RENDER_OFF_LOOP
@@ -143,7 +144,8 @@ class ToolLoopInput:
                 "ToolLoopInput.of() model_timeout_secs must be positive seconds (an int or a "
                 f"float), got {model_timeout_secs!r}"
             )
-        history = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        # A lone surrogate is replaced here, as in the messages (no request encodes one).
+        history = [{"role": "system", "content": scrub(system_prompt)}] if system_prompt else []
         code = None
         if code_mode is not None:
             code = {"limits": dict(code_mode.limits or {}), "call_timeout": code_mode.call_timeout}

@@ -124,6 +124,23 @@ def test_of_keeps_valid_messages_and_queues_as_given() -> None:
     assert args.tool_task_queues == ["mcp", "data"]
 
 
+def test_of_replaces_a_lone_surrogate_in_the_system_prompt_as_in_the_messages() -> None:
+    # Before: the messages were scrubbed but the system prompt kept a file name as
+    # os.listdir decodes it, which the workflow's ModelRequest.of could not encode.
+    listed = b"caf\xe9.txt".decode("utf-8", "surrogateescape")
+    args = ToolLoopInput.of(
+        f"Open {listed}",
+        CycleConfig("m"),
+        system_prompt=f"Files: {listed}",
+        messages=[{"role": "user", "content": f"Earlier: {listed}"}],
+    )
+    assert [m["content"] for m in args.messages] == [
+        "Files: caf\ufffd.txt",
+        "Earlier: caf\ufffd.txt",
+    ]
+    ModelRequest.of("chat", False, {"model": "m", "messages": args.messages})  # encodes
+
+
 # A rolling upgrade: workers of the previous version (0.2.0, and 0653417 before the JSON
 # text fields) read the payloads of this one, and the other way round. These are the
 # payload classes as those versions read them.
