@@ -101,6 +101,31 @@ def test_prefix_option() -> None:
 
 
 @pytest.mark.parametrize(
+    ("prefix", "expected"),
+    [
+        ("my server", "my_server__read_file"),
+        ("gh-tools", "gh-tools__read_file"),
+        ("gh_tools", "gh_tools__read_file"),
+        ("v1.2", "v1_2__read_file"),
+        ("Café", "Cafe__read_file"),
+    ],
+)
+def test_a_string_prefix_of_separators_and_latin_letters_names_as_before(
+    prefix: str, expected: str
+) -> None:
+    assert [t.name for t in _client(READ).into_tools(prefix=prefix)] == [expected]
+
+
+def test_a_string_prefix_with_a_symbol_is_the_prefix_a_server_so_named_gets() -> None:
+    # A renaming (c____read_file_<digest> before): the CHANGELOG says so.
+    named = McpClient("c++", StdioTransport("unused"))
+    named._tools = [READ]
+    [by_name] = [t.name for t in named.into_tools(prefix=True)]
+    assert [t.name for t in _client(READ).into_tools(prefix="c++")] == [by_name]
+    assert by_name.startswith("c_") and by_name.endswith("__read_file")
+
+
+@pytest.mark.parametrize(
     ("name", "prefix", "expected"),
     [
         ("read", "my server", "my_server__read"),
