@@ -325,15 +325,13 @@ async def test_lone_surrogates_in_a_tool_s_descriptions_are_sent_replaced(serve,
     # request of a run offering the tool fail to encode, before anything was sent.
     registry = ToolRegistry()
 
-    @registry.tool(description="Adds\ud800 two numbers.")
     def add(a: int, b: int) -> int:
-        """Unused.
-
-        Args:
-            a: The first\udfff one.
-            b: The second one.
-        """
         return a + b
+
+    # Set at run time: Python 3.13's compiler cleans a docstring's indents, and cannot
+    # encode one holding a lone surrogate.
+    add.__doc__ = "Unused.\n\nArgs:\n    a: The first\udfff one.\n    b: The second one.\n"
+    add = registry.tool(description="Adds\ud800 two numbers.")(add)
 
     server = serve(S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")]), S.reply_text("3"))
     cycle = make_cycle(server, api=api)
