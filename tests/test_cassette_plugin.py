@@ -4,10 +4,15 @@ pytest-recording, and the names it gives cassettes."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
+
+from agcore_tools.testing import Cassette, CassetteError
 
 from ._replay_runs import ROOT
 
@@ -141,3 +146,96 @@ def test_parametrized_tests_whose_ids_differ_in_punctuation_get_their_own_casset
     assert "differ only in case, which makes them one file on macOS and Windows" in out, out
     out = _pytest(tmp_path, PARAMETRIZED, "--record-mode=none")
     assert "4 passed, 1 error" in out, out
+
+
+NAMESAKES = """
+import pytest
+from agcore_tools import CycleConfig, LlmCycle
+from agcore_tools.testing import ScriptedChatServer
+
+async def ask(cassette, prompt):
+    if not cassette.recording:
+        async with cassette.client() as client:
+            return (await LlmCycle(CycleConfig("m"), client=client).submit(prompt)).text
+    with ScriptedChatServer([ScriptedChatServer.reply_text(f"re: {prompt}")]) as server:
+        async with cassette.client(base_url=server.base_url, api_key="k") as client:
+            return (await LlmCycle(CycleConfig("m"), client=client).submit(prompt)).text
+
+@pytest.mark.parametrize("mode", ["stream"])
+async def test_chat(cassette, mode):
+    assert await ask(cassette, "one") == "re: one"
+
+async def test_chat_stream(cassette):
+    assert await ask(cassette, "two") == "re: two"
+
+@pytest.mark.cassette("test_plugin_run.test_chat_json")
+async def test_marked(cassette):
+    assert await ask(cassette, "three") == "re: three"
+
+@pytest.mark.parametrize("mode", ["json"])
+async def test_chat_again(cassette, mode):
+    assert await ask(cassette, "four") == "re: four"
+"""
+
+
+def test_a_parametrized_test_and_a_test_of_its_cassettes_name_are_refused(
+    tmp_path: Path,
+) -> None:
+    # test_chat[stream] and test_chat_stream were both test_chat_stream.json: the second
+    # replayed the first's run (and a run it matched would have passed on another's).
+    out = _pytest(tmp_path, NAMESAKES)
+    assert "2 passed, 2 errors" in out, out
+    assert (
+        "cassette test_plugin_run.test_chat_stream.json of test_plugin_run.py::test_chat[stream] "
+        "is also the cassette of test_plugin_run.py::test_chat_stream, so one would replay "
+        "the other's run: name one with @pytest.mark.cassette"
+    ) in out, out
+    assert "of test_plugin_run.py::test_chat_stream is also the cassette of " in out, out
+    # A name the marker gives is the writer's choice: test_marked and test_chat_again
+    # (test_chat_json, test_chat_again_json) do not meet.
+    assert sorted(p.name for p in (tmp_path / "cassettes").iterdir()) == [
+        "test_plugin_run.test_chat_again_json.json",
+        "test_plugin_run.test_chat_json.json",
+    ]
+
+
+LONG_IDS = """
+import pytest
+from agcore_tools import CycleConfig, LlmCycle
+from agcore_tools.testing import ScriptedChatServer
+
+PROMPTS = ["What is the capital of France? Answer in one word, please. " * 5, "Où est-ce ? " * 30]
+
+@pytest.mark.parametrize("prompt", PROMPTS, ids=str)
+async def test_long(cassette, prompt):
+    if not cassette.recording:
+        async with cassette.client() as client:
+            response = await LlmCycle(CycleConfig("m"), client=client).submit(prompt)
+    else:
+        with ScriptedChatServer([ScriptedChatServer.reply_text("Paris")]) as server:
+            async with cassette.client(base_url=server.base_url, api_key="k") as client:
+                response = await LlmCycle(CycleConfig("m"), client=client).submit(prompt)
+    assert response.text == "Paris"
+"""
+
+
+def test_a_test_id_too_long_for_a_file_name_gets_a_cassette_cut_to_fit(tmp_path: Path) -> None:
+    # A long id made a name over 255 bytes: the test passed and then failed at teardown
+    # (the cassette could not be saved), or failed at set-up with a bare OSError.
+    out = _pytest(tmp_path, LONG_IDS)
+    assert "2 passed" in out and "error" not in out, out
+    names = sorted(p.name for p in (tmp_path / "cassettes").iterdir())
+    assert len(names) == 2, names
+    for name in names:
+        assert len(name.encode()) == 237, name  # 232 bytes of name, ".json"
+        assert name.startswith("test_plugin_run.test_long_"), name
+        assert re.fullmatch(r".*-[0-9a-f]{8}\.json", name), name
+    out = _pytest(tmp_path, LONG_IDS, "--record-mode=none")
+    assert "2 passed" in out and "error" not in out, out
+
+
+def test_a_cassette_whose_name_the_file_system_refuses_is_a_cassette_error(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(CassetteError, match="cannot be opened: "):
+        Cassette(tmp_path / ("x" * 300 + ".json"))

@@ -148,8 +148,8 @@ class Cassette:
             CassetteError: ``mode`` is not one of the three (then a ``ValueError`` too),
                 or ``"none"`` and the file is missing, or the file is not a cassette, or
                 one with a field missing or of the wrong type (a hand edit), named by
-                its JSON path (``interactions[1].request has no "method"``);
-                also a ``TypeError`` when ``secrets`` is one string rather than a list
+                its JSON path (``interactions[1].request has no "method"``), or the
+                file cannot be opened (a name too long for the file system); also a ``TypeError`` when ``secrets`` is one string rather than a list
                 of them, or holds a value that is not a string.
         """
         self.path = Path(path)
@@ -161,7 +161,10 @@ class Cassette:
         named = _named_secrets(secrets)
         self.mode: RecordMode = mode
         """When it records (see :data:`RecordMode`)."""
-        exists = self.path.is_file()
+        try:
+            exists = self.path.is_file()
+        except OSError as exc:  # a name too long for the file system, say
+            raise CassetteError(f"cassette {self.path} cannot be opened: {exc}") from exc
         if mode == "none" and not exists:
             raise CassetteError(f"cassette {self.path} is missing (record mode 'none')")
         self.recording = mode == "rewrite" or not exists

@@ -12,8 +12,10 @@ stored in ``cassettes/<name>.json`` beside the test file (override the
 (each run of characters other than letters, digits, ``.`` and ``-`` becomes ``_``), and
 the name of a parametrized test whose parameters' id holds such characters
 (``test_math[What is 2+2?]``) ends with a short hash of the id, so that ids which differ
-only there keep cassettes of their own. Two names that differ only in case are refused
-(they are one file on macOS and Windows).
+only there keep cassettes of their own; a name longer than 232 bytes is cut there and
+ends with that hash. Two names that differ only in case are refused (they are one file
+on macOS and Windows), and so are two tests of the session given the same default name
+(``test_chat[stream]`` and ``test_chat_stream``).
 
 ``--record-mode`` (or the ``AGCORE_RECORD_MODE`` variable) says when to record:
 ``once`` (the default: record a cassette that does not exist yet, replay the rest),
@@ -60,7 +62,11 @@ _ENV = "AGCORE_RECORD_MODE"
 _RECORDING = "recording"  # pytest-recording's name as a plugin (its pytest11 entry point)
 _ALIASES = {"all": "rewrite", "new_episodes": "once", "none": "none", "once": "once"}
 _PASSED = pytest.StashKey[bool]()
+_NAMES = pytest.StashKey[dict[tuple[Path, str], set[str]]]()
 _UNSAFE = r"[^\w.-]+"  # what a cassette's file name does not keep
+# The longest name, in UTF-8 bytes, whose file (<name>.json) and the temporary file it is
+# saved through (.<name>.json.<12 hex digits>.tmp) fit the 255 bytes of a file's name.
+_LONGEST = 232
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -127,9 +133,13 @@ def cassette_name(path: str | os.PathLike[str], test: str) -> str:
     short hash of ``test``: ``[2+2]`` and ``[2*2]`` would both be ``_2_2``."""
     name = re.sub(_UNSAFE, "_", f"{Path(path).stem}.{test}").strip("_")
     _, bracket, params = test.partition("[")
+    digest = hashlib.sha256(test.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     if bracket and re.search(_UNSAFE, params.removesuffix("]")):
-        digest = hashlib.sha256(test.encode("utf-8", "surrogatepass")).hexdigest()
-        name = f"{name}-{digest[:8]}"
+        name = f"{name}-{digest}"
+    if len(name.encode("utf-8", "surrogatepass")) > _LONGEST:
+        # Cut where a file name (and the temporary file it is saved through) still fits.
+        kept = name.encode("utf-8", "surrogatepass")[: _LONGEST - 9]
+        name = f"{kept.decode('utf-8', 'ignore')}-{digest}"
     return name
 
 
@@ -159,10 +169,16 @@ def cassette_dir(request: pytest.FixtureRequest) -> Path:
 @pytest.fixture
 def cassette(request: pytest.FixtureRequest, cassette_dir: Path) -> Iterator[Cassette]:
     """The test's :class:`~agcore_tools.testing.Cassette`, recording or replaying."""
-    marker = request.node.get_closest_marker("cassette")
-    name = marker.args[0] if marker and marker.args else None
-    classes = [node.name for node in request.node.listchain() if isinstance(node, pytest.Class)]
-    name = name or cassette_name(request.path, ".".join([*classes, request.node.name]))
+    name, named = _name_of(request.node)
+    if not named:
+        users = _namesakes(request.session).get((request.path.parent, name), set())
+        other = users - {request.node.nodeid}
+        if other:
+            raise _CassetteConfigError(
+                f"cassette {name}.json of {request.node.nodeid} is also the cassette of "
+                f"{min(other)}, so one would replay the other's run: name one with "
+                '@pytest.mark.cassette("...")'
+            )
     file = f"{name}.json"
     twin = _case_twin(cassette_dir, file)
     if twin is not None:
@@ -181,6 +197,30 @@ def cassette(request: pytest.FixtureRequest, cassette_dir: Path) -> Iterator[Cas
         yield tape
     if request.node.stash.get(_PASSED, False):
         tape.check()
+
+
+def _name_of(item: pytest.Item) -> tuple[str, bool]:
+    """The cassette name of ``item``, and whether its marker gave it."""
+    marker = item.get_closest_marker("cassette")
+    if marker and marker.args and marker.args[0]:
+        return str(marker.args[0]), True
+    classes = [node.name for node in item.listchain() if isinstance(node, pytest.Class)]
+    return cassette_name(item.path, ".".join([*classes, item.name])), False
+
+
+def _namesakes(session: pytest.Session) -> dict[tuple[Path, str], set[str]]:
+    """The cassette names of the session's tests that take the fixture, by the folder
+    of the test's file, each with the node ids of the tests using it; worked out once a
+    session."""
+    names = session.stash.get(_NAMES, None)
+    if names is None:
+        names = {}
+        for item in session.items:
+            if "cassette" in getattr(item, "fixturenames", ()):
+                name, _ = _name_of(item)
+                names.setdefault((item.path.parent, name), set()).add(item.nodeid)
+        session.stash[_NAMES] = names
+    return names
 
 
 def _case_twin(folder: Path, file: str) -> str | None:
