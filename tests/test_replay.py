@@ -341,6 +341,30 @@ async def test_an_mcp_call_the_cassette_does_not_hold_fails_the_replay(tmp_path:
         cassette.check()  # ...and the replay fails
 
 
+async def test_an_mcp_call_made_once_more_than_recorded_alike_is_not_in_the_cassette() -> None:
+    # Two calls recorded alike (a clock tool, no arguments) are equal dicts: the second
+    # was counted as the first, so a third call was answered from the "unplayed" second
+    # and then failed with a bare ValueError that showed the recorded call.
+    call = {"kind": "mcp", "server": "demo", "method": "tools/call", "tool": "now",
+            "arguments": {}, "result": "12:00"}  # fmt: skip
+    cassette = Cassette.from_interactions(
+        [
+            {"kind": "mcp", "server": "demo", "method": "tools/list", "tools": [{"name": "now"}]},
+            call,
+            dict(call),
+        ]
+    )
+    unrecorded = (
+        r"MCP call of tool 'now' on server 'demo' with arguments \{\} is not in the cassette"
+    )
+    async with cassette.mcp(McpClient("demo", StdioTransport("no-such-server"))) as demo:
+        assert [await demo.call_tool("now", {}) for _ in range(2)] == ["12:00", "12:00"]
+        with pytest.raises(CassetteMismatchError, match=unrecorded):
+            await demo.call_tool("now", {})
+    with pytest.raises(CassetteMismatchError, match=unrecorded):
+        cassette.check()
+
+
 def test_the_cassettes_mcp_client_is_an_mcp_client_that_starts_nothing() -> None:
     # It was a look-alike: code typed against McpClient refused it (tests/_typed_usage.py
     # checks that), and it had none of the *_sync methods.

@@ -133,7 +133,7 @@ class McpTape:
         self.mismatch: CassetteMismatchError | None = None
         """The first call the cassette could not answer, if any."""
         self._calls: list[dict[str, Any]] = []
-        self._queues: dict[str, collections.deque[dict[str, Any]]] = {}
+        self._queues: dict[str, collections.deque[int]] = {}  # indexes into _calls
         self._played: set[int] = set()
         self.rewind()
 
@@ -142,8 +142,8 @@ class McpTape:
         mcp = [i for i in self.interactions if i.get("kind") == "mcp"]
         self._calls = [i for i in mcp if i["method"] == "tools/call"]
         self._queues = collections.defaultdict(collections.deque)
-        for call in self._calls:
-            self._queues[_key(call["server"], call["tool"], call["arguments"])].append(call)
+        for index, call in enumerate(self._calls):
+            self._queues[_key(call["server"], call["tool"], call["arguments"])].append(index)
         self._played = set()
 
     def record(self, interaction: dict[str, Any]) -> None:
@@ -163,15 +163,16 @@ class McpTape:
         """The recorded outcome of calling ``tool`` with ``args`` (in recorded order)."""
         queue = self._queues.get(_key(server, tool, args))
         if queue:
-            call = queue.popleft()
-            self._played.add(self._calls.index(call))
-            return call
+            # By index: two calls recorded alike are equal dicts, but each plays once.
+            index = queue.popleft()
+            self._played.add(index)
+            return self._calls[index]
         # Arguments with a scrubbed secret: the first unplayed call they match.
         for index, call in enumerate(self._calls):
             same = call["server"] == server and call["tool"] == tool
             if same and index not in self._played and not first_difference(call["arguments"], args):
                 self._played.add(index)
-                self._queues[_key(server, tool, call["arguments"])].remove(call)
+                self._queues[_key(server, tool, call["arguments"])].remove(index)
                 return call
         error = self._unrecorded(server, tool, args)
         if self.mismatch is None:
