@@ -239,3 +239,43 @@ def test_a_cassette_whose_name_the_file_system_refuses_is_a_cassette_error(
 ) -> None:
     with pytest.raises(CassetteError, match="cannot be opened: "):
         Cassette(tmp_path / ("x" * 300 + ".json"))
+
+
+MARKED_AND_MOVED = """
+import pytest
+from agcore_tools import CycleConfig, LlmCycle
+from agcore_tools.testing import ScriptedChatServer
+
+@pytest.fixture
+def cassette_dir(request):
+    return str(request.path.parent / "tapes")  # a str, not a Path
+
+async def ask(cassette, prompt):
+    if not cassette.recording:
+        async with cassette.client() as client:
+            return (await LlmCycle(CycleConfig("m"), client=client).submit(prompt)).text
+    with ScriptedChatServer([ScriptedChatServer.reply_text(f"re: {prompt}")]) as server:
+        async with cassette.client(base_url=server.base_url, api_key="k") as client:
+            return (await LlmCycle(CycleConfig("m"), client=client).submit(prompt)).text
+
+async def test_plain(cassette):
+    assert await ask(cassette, "one") == "re: one"
+
+@pytest.mark.cassette(name="weather_run")
+async def test_keyword(cassette):
+    assert await ask(cassette, "two") == "re: two"
+"""
+
+
+def test_a_cassette_dir_given_as_a_str_and_a_marker_given_a_keyword(tmp_path: Path) -> None:
+    # A cassette_dir fixture returning a str failed every test with an AttributeError
+    # ('str' object has no attribute 'is_dir'); cassette(name="weather_run") was read as
+    # no name, so the test took the default cassette, not weather_run.json.
+    out = _pytest(tmp_path, MARKED_AND_MOVED)
+    assert "1 passed, 1 error" in out, out
+    assert [p.name for p in (tmp_path / "tapes").iterdir()] == ["test_plugin_run.test_plain.json"]
+    assert (
+        "test_plugin_run.py::test_keyword: @pytest.mark.cassette takes the cassette's name as "
+        'its one argument, a str (@pytest.mark.cassette("weather_run")), '
+        "got cassette(name='weather_run')"
+    ) in out, out

@@ -162,13 +162,25 @@ def record_mode(config: pytest.Config) -> RecordMode:
 
 @pytest.fixture
 def cassette_dir(request: pytest.FixtureRequest) -> Path:
-    """Where the test's cassettes live: ``cassettes/`` beside its file."""
+    """Where the test's cassettes live: ``cassettes/`` beside its file (an override
+    may return a ``Path`` or a ``str``)."""
     return Path(request.path).parent / "cassettes"
 
 
 @pytest.fixture
 def cassette(request: pytest.FixtureRequest, cassette_dir: Path) -> Iterator[Cassette]:
     """The test's :class:`~agcore_tools.testing.Cassette`, recording or replaying."""
+    cassette_dir = Path(cassette_dir)  # an override may give a str
+    marker = request.node.get_closest_marker("cassette")
+    if marker is not None and not _marker_ok(marker):
+        # cassette(name="x") was read as no name: the test took the default cassette.
+        given = ", ".join(
+            [*map(repr, marker.args), *(f"{k}={v!r}" for k, v in marker.kwargs.items())]
+        )
+        raise _CassetteConfigError(
+            f"{request.node.nodeid}: @pytest.mark.cassette takes the cassette's name as its "
+            f'one argument, a str (@pytest.mark.cassette("weather_run")), got cassette({given})'
+        )
     name, named = _name_of(request.node)
     if not named:
         users = _namesakes(request.session).get((request.path.parent, name), set())
@@ -202,10 +214,16 @@ def cassette(request: pytest.FixtureRequest, cassette_dir: Path) -> Iterator[Cas
 def _name_of(item: pytest.Item) -> tuple[str, bool]:
     """The cassette name of ``item``, and whether its marker gave it."""
     marker = item.get_closest_marker("cassette")
-    if marker and marker.args and marker.args[0]:
+    if marker is not None and _marker_ok(marker) and marker.args and marker.args[0]:
         return str(marker.args[0]), True
     classes = [node.name for node in item.listchain() if isinstance(node, pytest.Class)]
     return cassette_name(item.path, ".".join([*classes, item.name])), False
+
+
+def _marker_ok(marker: pytest.Mark) -> bool:
+    """Whether ``marker`` is ``cassette()`` or ``cassette("name")``."""
+    args = marker.args
+    return not marker.kwargs and (not args or (len(args) == 1 and isinstance(args[0], str)))
 
 
 def _namesakes(session: pytest.Session) -> dict[tuple[Path, str], set[str]]:
