@@ -365,6 +365,24 @@ async def test_an_mcp_call_made_once_more_than_recorded_alike_is_not_in_the_cass
         cassette.check()
 
 
+async def test_an_unrecorded_mcp_call_with_a_huge_argument_is_named_in_a_short_error() -> None:
+    # The error (and the log line, and the check at close) held the arguments whole: a
+    # megabyte document as an argument made a megabyte message.
+    cassette = Cassette.from_interactions(
+        [{"kind": "mcp", "server": "demo", "method": "tools/list", "tools": [{"name": "t"}]}]
+    )
+    async with cassette.mcp(McpClient("demo", StdioTransport("no-such-server"))) as demo:
+        with pytest.raises(CassetteMismatchError) as info:
+            await demo.call_tool("t", {"text": "word " * 200_000})
+    message = str(info.value)
+    assert message == (
+        "MCP call of tool 't' on server 'demo' with arguments "
+        + '{"text": "'
+        + ("word " * 40)[:187]
+        + "... (1000012 characters) is not in the cassette"
+    )
+
+
 def test_the_cassettes_mcp_client_is_an_mcp_client_that_starts_nothing() -> None:
     # It was a look-alike: code typed against McpClient refused it (tests/_typed_usage.py
     # checks that), and it had none of the *_sync methods.

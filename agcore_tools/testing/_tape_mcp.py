@@ -44,6 +44,8 @@ __all__ = ["CassetteMcpClient", "McpTape"]
 
 logger = logging.getLogger("agcore_tools.testing")
 
+_SHOWN_ARGS = 200  # characters of an unrecorded call's arguments (as JSON) in its error
+
 
 def _key(server: str, tool: str, args: Any) -> str:
     return json.dumps([server, tool, args], sort_keys=True, default=str)
@@ -188,13 +190,16 @@ class McpTape:
             if found is not None:
                 path, old, new = found
                 return CassetteMismatchError(index, json_path(path), old, new, subject="MCP call")
+        shown = json.dumps(args, sort_keys=True, default=str)
+        if len(shown) > _SHOWN_ARGS:  # a whole document as an argument, say
+            shown = f"{shown[: _SHOWN_ARGS - 3]}... ({len(shown)} characters)"
         return CassetteMismatchError(
             len(self._calls),
             "tool",
             None,
             tool,
             message=f"MCP call of tool '{tool}' on server '{server}' with arguments "
-            f"{json.dumps(args, sort_keys=True, default=str)} is not in the cassette",
+            f"{shown} is not in the cassette",
         )
 
 
