@@ -142,6 +142,33 @@ def test_what_an_mcp_servers_transport_hides_is_scrubbed_from_the_file(tmp_path:
     assert replayed[3] == seen[3]  # a failed call replays as the error it raised
 
 
+def test_a_webhook_url_and_a_private_value_in_an_mcp_servers_env_are_scrubbed(
+    tmp_path: Path,
+) -> None:
+    # StdioTransport.describe() hides SLACK_WEBHOOK_URL (a webhook's URL is its own
+    # credential) and a name holding PRIVATE, but the cassette wrote both to the file
+    # when the server quoted its environment.
+    webhook = "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX"
+    private = "priv-4444444444"
+    env = {"SLACK_WEBHOOK_URL": webhook, "SERVICE_PRIVATE_ID": private, "NODE_ENV": "production"}
+    path = tmp_path / "webhook.json"
+
+    async def run(cassette: Cassette) -> object:
+        async with cassette.mcp(McpClient("fx", fixture_stdio(env=env))) as fx:
+            return await fx.call_tool("environment")
+
+    with Cassette(path, "rewrite") as cassette:
+        seen = asyncio.run(run(cassette))
+    assert isinstance(seen, dict) and seen["SLACK_WEBHOOK_URL"] == webhook
+    text = path.read_text()
+    assert webhook not in text and private not in text
+    assert "production" in text  # an ordinary value stays
+    with no_network(), Cassette(path, "none") as cassette:
+        replayed = asyncio.run(run(cassette))
+    assert isinstance(replayed, dict)
+    assert replayed["SLACK_WEBHOOK_URL"] == replayed["SERVICE_PRIVATE_ID"] == "[scrubbed]"
+
+
 def test_an_mcp_servers_ordinary_env_and_header_values_stay_in_the_file_as_recorded(
     tmp_path: Path,
 ) -> None:

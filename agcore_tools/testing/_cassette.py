@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import urllib.parse
 import uuid
 from collections.abc import Iterable, Mapping
@@ -46,6 +47,10 @@ _VERSION = 1
 # Shorter values found in the requests ("test", "1") are too likely to be ordinary text;
 # the values given as ``secrets=`` are scrubbed whatever their length.
 _MIN_SECRET = 8
+# Also secret in an MCP server's env, as StdioTransport.describe() hides them: a
+# webhook's URL is its own credential (SLACK_WEBHOOK_URL), and so is what a name calls
+# private (GOOGLE_PRIVATE_KEY_ID).
+_SECRET_ENV = re.compile(r"hook|private", re.IGNORECASE)
 _ENDPOINTS = ("/chat/completions", "/responses", "/models", "/embeddings", "/completions")
 
 
@@ -315,7 +320,8 @@ class Cassette:
         Recording, its transport's secrets are scrubbed from the file too, since a
         server may quote its token in an error or a result: the values of a stdio
         server's ``env`` entries and an HTTP server's headers whose names look secret
-        (``API_TOKEN``, ``Authorization`` and the token after ``Bearer``), and what its
+        (``API_TOKEN``, ``SLACK_WEBHOOK_URL``, ``Authorization`` and the token after
+        ``Bearer``), and what its
         command line shows as ``***`` for such a name or a key's known prefix; and the
         credentials its requests carried (the last 64), whatever put them there (the token
         of an ``auth=`` flow, a header of an ``http_client_factory``'s client: see
@@ -496,7 +502,8 @@ def _transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> s
     # key, token, auth... (SECRET_KEY_BASE, which ends in no secret's word).
     found = set(named_transport_secrets(transport))
     if isinstance(transport, StdioTransport):
-        found.update(v for name, v in (transport.env or {}).items() if secret_named(name))
+        env = (transport.env or {}).items()
+        found.update(v for name, v in env if secret_named(name) or _SECRET_ENV.search(name))
     else:
         collect_header_secrets((transport.headers or {}).items(), found)
     return found
