@@ -280,8 +280,12 @@ def _hand_edited() -> dict[str, Any]:
          'interactions[0].tools[0] has a field "input_shema" a tool does not have'),
         (lambda d: d["interactions"][1].update(kind="htp"),
          'interactions[1].kind must be "http" or "mcp", got \'htp\''),
+        # A bare binascii.Error when the replay decoded it.
+        (lambda d: d["interactions"][1]["response"].update(base64="abc"),
+         "interactions[1].response.base64 is not base64 (Incorrect padding)"),
     ],
-    ids=["request", "method", "interactions", "mcp-method", "status", "result", "tool", "kind"],
+    ids=["request", "method", "interactions", "mcp-method", "status", "result", "tool", "kind",
+         "base64"],
 )  # fmt: skip
 def test_a_hand_edited_cassette_with_a_broken_field_names_the_file_and_the_field(
     tmp_path: Path, edit: Any, said: str

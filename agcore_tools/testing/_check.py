@@ -4,6 +4,8 @@ not with a ``KeyError`` in the middle of a replay."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
@@ -111,7 +113,12 @@ def _http(interaction: dict[str, Any], where: str) -> None:
 
 def _body(entry: dict[str, Any], where: str) -> None:
     _get(entry, where, "text", str, optional=True)
-    _get(entry, where, "base64", str, optional=True)
+    encoded = _get(entry, where, "base64", str, optional=True)
+    if encoded is not None:
+        try:  # as the replay decodes it
+            base64.b64decode(encoded)
+        except binascii.Error as exc:
+            raise _Bad(f"{where}.base64 is not base64 ({exc})") from None
     events = _get(entry, where, "sse", list, optional=True) or []
     for number, event in enumerate(events):
         at = f"{where}.sse[{number}]"
