@@ -18,7 +18,14 @@ import openai
 import pytest
 
 from agcore_tools import AgcoreError, LlmUsageError
-from agcore_tools.testing import CapturedRequest, Pause, RawResponse, RawStream, ScriptedChatServer
+from agcore_tools.testing import (
+    CapturedRequest,
+    Pause,
+    RawResponse,
+    RawStream,
+    Reply,
+    ScriptedChatServer,
+)
 
 S = ScriptedChatServer
 
@@ -414,6 +421,13 @@ async def test_a_broken_script_item_answers_500_and_takes_no_later_item(
             lambda: S.error("429"),
             "a RawResponse's status is an int (an HTTP status), got str '429'",
         ),
+        # A delay that is not a number dropped the connection in the server instead.
+        (
+            lambda: Reply(text="hi", delay="0.5"),
+            "a Reply's delay is a number of seconds, 0 or more, got str '0.5'",
+        ),
+        (lambda: Pause("1"), "a Pause is a number of seconds, 0 or more, got str '1'"),
+        (lambda: Pause(-1), "a Pause is a number of seconds, 0 or more, got int -1"),
     ],
 )
 def test_script_mistakes_are_refused_when_made(make: Any, said: str) -> None:

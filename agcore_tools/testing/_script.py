@@ -66,6 +66,12 @@ def _check_status(status: Any, what: str) -> None:
         raise LlmUsageError(f"{what} status is an int (an HTTP status), got {described(status)}")
 
 
+def _check_seconds(value: Any, what: str) -> None:
+    # A str or a negative number failed in the server, which dropped the connection.
+    if not isinstance(value, int | float) or isinstance(value, bool) or not value >= 0:
+        raise LlmUsageError(f"{what} is a number of seconds, 0 or more, got {described(value)}")
+
+
 @dataclass(frozen=True)
 class Reply:
     """A normal assistant answer, served as JSON or SSE as the request asks.
@@ -93,6 +99,7 @@ class Reply:
         _check_text(self.text, "a Reply's text")
         _check_text(self.reasoning, "a Reply's reasoning")
         _check_text(self.finish_reason, "a Reply's finish_reason")
+        _check_seconds(self.delay, "a Reply's delay")
         object.__setattr__(self, "tool_calls", tool_call_triples(self.tool_calls, "Reply"))
 
 
@@ -128,6 +135,9 @@ class Pause:
 
     seconds: float
     """How long to wait."""
+
+    def __post_init__(self) -> None:
+        _check_seconds(self.seconds, "a Pause")
 
 
 @dataclass(frozen=True)
