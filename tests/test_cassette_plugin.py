@@ -279,3 +279,14 @@ def test_a_cassette_dir_given_as_a_str_and_a_marker_given_a_keyword(tmp_path: Pa
         'its one argument, a str (@pytest.mark.cassette("weather_run")), '
         "got cassette(name='weather_run')"
     ) in out, out
+
+
+def test_a_cassette_name_the_file_system_refuses_is_a_cassette_error_whatever_is_file_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Path.is_file() raises ENAMETOOLONG up to Python 3.13, but a pathlib built on
+    # os.path.isfile() (as from 3.14) says False for any OSError: the cassette then
+    # recorded, and failed only at teardown, the recording lost.
+    monkeypatch.setattr(Path, "is_file", lambda self, **_: os.path.isfile(self))
+    with pytest.raises(CassetteError, match="cannot be opened: "):
+        Cassette(tmp_path / ("x" * 300 + ".json"))

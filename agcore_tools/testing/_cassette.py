@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
 import re
+import stat
 import urllib.parse
 import uuid
 from collections.abc import Iterable, Mapping
@@ -154,8 +156,9 @@ class Cassette:
                 or ``"none"`` and the file is missing, or the file is not a cassette, or
                 one with a field missing or of the wrong type (a hand edit), named by
                 its JSON path (``interactions[1].request has no "method"``), or the
-                file cannot be opened (a name too long for the file system); also a ``TypeError`` when ``secrets`` is one string rather than a list
-                of them, or holds a value that is not a string.
+                file cannot be opened (a name too long for the file system); also a
+                ``TypeError`` when ``secrets`` is one string rather than a list of them,
+                or holds a value that is not a string.
         """
         self.path = Path(path)
         """The cassette's file."""
@@ -166,10 +169,7 @@ class Cassette:
         named = _named_secrets(secrets)
         self.mode: RecordMode = mode
         """When it records (see :data:`RecordMode`)."""
-        try:
-            exists = self.path.is_file()
-        except OSError as exc:  # a name too long for the file system, say
-            raise CassetteError(f"cassette {self.path} cannot be opened: {exc}") from exc
+        exists = _is_file(self.path)
         if mode == "none" and not exists:
             raise CassetteError(f"cassette {self.path} is missing (record mode 'none')")
         self.recording = mode == "rewrite" or not exists
@@ -495,6 +495,20 @@ def _scrubbed_base(url: str) -> str:
     if parts.port is not None:
         netloc = f"{netloc}:{parts.port}"
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def _is_file(path: Path) -> bool:
+    """Whether the cassette ``path`` exists; a name the file system refuses (too long,
+    say) is a ``CassetteError``. Not ``Path.is_file()``, which says False for any
+    ``OSError`` where it is built on ``os.path.isfile()`` (Python 3.14)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except ValueError:  # a NUL in the name, as Path.is_file() takes it
+        return False
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return False  # what Path.is_file() takes as no file
+        raise CassetteError(f"cassette {path} cannot be opened: {exc}") from exc
 
 
 def _transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> set[str]:
