@@ -290,3 +290,17 @@ def test_a_cassette_name_the_file_system_refuses_is_a_cassette_error_whatever_is
     monkeypatch.setattr(Path, "is_file", lambda self, **_: os.path.isfile(self))
     with pytest.raises(CassetteError, match="cannot be opened: "):
         Cassette(tmp_path / ("x" * 300 + ".json"))
+
+
+def test_a_cassette_whose_file_name_fits_is_saved_though_its_name_is_long(
+    tmp_path: Path,
+) -> None:
+    # A name the marker or Cassette(path) gives is not cut: one of 250 bytes fits a file
+    # name, but the temporary file it was saved through (.<name>.json.<hex>.tmp) did not,
+    # so the test passed and then failed at teardown, its recording lost.
+    path = tmp_path / ("x" * 245 + ".json")
+    with Cassette(path) as cassette:
+        assert cassette.recording
+    assert path.is_file()
+    assert Cassette(path, "none").interactions == []
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left

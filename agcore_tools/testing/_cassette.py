@@ -474,8 +474,9 @@ def _recorded_base_urls(data: Mapping[str, Any]) -> list[str]:
 
 def _replace(path: Path, content: bytes) -> None:
     # Opened by name, not by tempfile, so that the cassette gets the usual permissions
-    # (mkstemp's are the owner's only).
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    # (mkstemp's are the owner's only). Named for the cassette, but short, so that any
+    # cassette whose own name fits the file system's 255 bytes can be saved.
+    temporary = path.with_name(f".{path.name[:40]}.{uuid.uuid4().hex[:12]}.tmp")
     try:
         with open(temporary, "xb") as file:
             file.write(content)

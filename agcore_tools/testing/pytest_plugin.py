@@ -64,8 +64,9 @@ _ALIASES = {"all": "rewrite", "new_episodes": "once", "none": "none", "once": "o
 _PASSED = pytest.StashKey[bool]()
 _NAMES = pytest.StashKey[dict[tuple[Path, str], set[str]]]()
 _UNSAFE = r"[^\w.-]+"  # what a cassette's file name does not keep
-# The longest name, in UTF-8 bytes, whose file (<name>.json) and the temporary file it is
-# saved through (.<name>.json.<12 hex digits>.tmp) fit the 255 bytes of a file's name.
+# The longest default name, in UTF-8 bytes: the longest that could be saved when the
+# temporary file a cassette is saved through held its whole name
+# (.<name>.json.<12 hex digits>.tmp, in the 255 bytes of a file's name).
 _LONGEST = 232
 
 
