@@ -127,7 +127,10 @@ async def test_run_tool_calls_approvals_for_responses_items_and_signed() -> None
     done = await registry.run_tool_calls(
         [item], approvals=[request.approve(arguments={"text": "b"})], approval_key=b"k"
     )
-    assert done == [{"type": "function_call_output", "call_id": "r1", "output": "saved b"}]
+    saved = '[the user edited this call\'s arguments before it ran; it ran with {"text": "b"}]'
+    assert done == [
+        {"type": "function_call_output", "call_id": "r1", "output": f"{saved}\nsaved b"}
+    ]
 
 
 async def test_answers_are_checked_before_any_call_runs() -> None:
@@ -195,8 +198,40 @@ def test_a_decision_is_plain_data() -> None:
         registry.run_tool_calls_sync([_chat("save", "c1", {"text": "hi"})], approvals=[again])[0][
             "content"
         ]
-        == "saved ho"
+        == "[the user edited this call's arguments before it ran; it ran with "
+        '{"text": "ho"}]\nsaved ho'
     )
+
+
+@pytest.mark.parametrize("shape", ["chat", "responses"])
+async def test_an_edited_calls_output_tells_the_model_the_arguments_it_ran_with(shape) -> None:
+    # The model's own call (text "hi") stays in the app's history; "saved" alone would
+    # read as the model's arguments having run.
+    registry = _registry()
+    calls: list[Any] = [_chat("save", "c1", {"text": "hi"})]
+    if shape == "responses":
+        calls = [
+            {
+                "type": "function_call",
+                "call_id": "c1",
+                "name": "save",
+                "arguments": '{"text": "hi"}',
+            }
+        ]
+    [request] = (await registry.run_tool_calls(calls)).pending_approvals
+    edited = await registry.run_tool_calls(
+        calls, approvals=[request.approve(arguments={"text": "ho"})]
+    )
+    unedited = await registry.run_tool_calls(calls, approvals=[request.approve()])
+
+    [output] = edited
+    told = output["content"] if shape == "chat" else output["output"]
+    assert told == (
+        "[the user edited this call's arguments before it ran; it ran with "
+        '{"text": "ho"}]\nsaved ho'
+    )
+    assert registry.runs == ["ho", "hi"]  # type: ignore[attr-defined]
+    assert "edited" not in json.dumps(list(unedited))
 
 
 async def test_a_signed_answer_without_the_key_is_refused() -> None:
@@ -309,7 +344,7 @@ async def test_no_one_is_asked_about_a_call_whose_arguments_the_tool_refuses() -
     # its arguments into valid ones runs it; one that does not gets the error.
     edit = ApprovalDecision("c1", "refund", {"order": 7}, True, {"order": 7, "amount": 5.0})
     fixed = await registry.run_tool_calls([calls[0]], approvals=[edit])
-    assert fixed[0]["content"] == "refunded 5.0"
+    assert fixed[0]["content"].endswith('it ran with {"amount": 5.0, "order": 7}]\nrefunded 5.0')
     as_is = ApprovalDecision("c1", "refund", {"order": 7}, True)
     failed = await registry.run_tool_calls([calls[0]], approvals=[as_is])
     assert failed[0]["content"].startswith("Error: tool 'refund' got invalid arguments")
@@ -386,7 +421,7 @@ async def test_an_edit_holding_an_integer_too_long_to_write_is_an_approval_error
     again = await registry.run_tool_calls(
         [call], approvals=[request.approve(arguments={"amount": 7})]
     )
-    assert again[0]["content"] == "paid" and paid == [7]
+    assert again[0]["content"].endswith('it ran with {"amount": 7}]\npaid') and paid == [7]
 
 
 async def test_a_sync_needs_approval_returning_an_awaitable_is_awaited() -> None:

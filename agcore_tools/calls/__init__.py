@@ -18,6 +18,7 @@ from ._approval import (
     apply_answers,
     approval_requests,
     check_answer,
+    edit_notes,
     rule_verdict,
     screen_calls,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "approval_requests",
     "check_answer",
     "check_tool_calls",
+    "edit_notes",
     "error_text",
     "iter_invocations",
     "loads_finite",

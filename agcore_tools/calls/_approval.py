@@ -8,6 +8,7 @@ case must stay as fast as before approvals existed.
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import functools
 import hmac
@@ -41,6 +42,7 @@ __all__ = [
     "apply_answers",
     "approval_requests",
     "check_answer",
+    "edit_notes",
     "rule_verdict",
     "screen_calls",
 ]
@@ -373,6 +375,34 @@ def apply_answers(
         else:
             runnable.append(call)
     return runnable, waiting_requests
+
+
+def edit_notes(before: Iterable[ParsedCall], after: Iterable[ParsedCall]) -> dict[str, str]:
+    """For each call of ``after`` that an approval's edit makes run with other arguments
+    than it had in ``before`` (the model's): its call id, and the note that heads its
+    result, so the model, whose own call stays in the history, reads what ran.
+
+    Example:
+        >>> model = ParsedCall("c1", "pay", '{"amount": 500}', {"amount": 500})
+        >>> notes = edit_notes([model], [dataclasses.replace(model, args={"amount": 50})])
+        >>> print(notes["c1"], end="")
+        [the user edited this call's arguments before it ran; it ran with {"amount": 50}]
+    """
+    asked: dict[str, dict[str, Any] | None] = {}
+    for call in before:
+        asked.setdefault(call.call_id, call.args)
+    running = [call for call in after if call.error is None and call.args is not None]
+    # Calls sharing an id that all run were asked about by no one, so none was edited
+    # (of those someone was asked about, only the first runs: see _unrepeated).
+    ids = collections.Counter(call.call_id for call in running)
+    return {
+        call.call_id: (
+            "[the user edited this call's arguments before it ran; it ran with "
+            f"{_short(call.args)}]\n"
+        )
+        for call in running
+        if ids[call.call_id] == 1 and call.call_id in asked and asked[call.call_id] != call.args
+    }
 
 
 def check_answer(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -24,7 +25,7 @@ from .._table import ToolTable, refusal, unknown_tool_error
 from ..approval import ApprovalDecision, ToolCallOutputs
 from ..base import ToolContext
 from ..error import PermissionDeniedError, ToolConfigError, ToolError, ToolNotFoundError
-from ._approval import answer_list, screen_calls
+from ._approval import answer_list, edit_notes, screen_calls
 from ._parse import parse_call
 from ._render import model_result_off_loop
 
@@ -254,6 +255,8 @@ async def _answer(
     # 2. Calls that need approval wait for the app's answer (see _approval.py); then
     #    the rest run, and failures of any kind become error text for the model.
     screened, waiting = await screen_calls(table, calls, ctx, approvals, approval_key, timeout)
+    # The model's call keeps its own arguments: one an approval edited says what ran.
+    notes = edit_notes(calls, screened)
     calls = list(screened)
     invocations: list[ToolInvocation | None] = [None] * len(calls)
     async for position, invocation in iter_invocations(table, calls, ctx=ctx, timeout=timeout):
@@ -261,13 +264,13 @@ async def _answer(
     # 3. One output per call, in the calls' order; on Chat Completions, the images,
     #    audio and files follow the tool messages in one user message.
     results: list[Rendered] = []
-    for done in invocations:
+    for call, done in zip(calls, invocations, strict=True):
         assert done is not None  # iter_invocations yields every position once
-        results.append(
-            await model_result_off_loop(
-                done, max_result_bytes, api=api, max_attachment_bytes=max_attachment_bytes
-            )
+        result = await model_result_off_loop(
+            done, max_result_bytes, api=api, max_attachment_bytes=max_attachment_bytes
         )
+        note = notes.get(call.call_id)
+        results.append(result if note is None else replace(result, text=note + result.text))
     outputs = ToolCallOutputs()
     outputs.pending_approvals = tuple(waiting)
     if api == "responses":

@@ -21,6 +21,7 @@ from ..base import ToolContext
 from ..calls import (
     ParsedCall,
     aborted_text,
+    edit_notes,
     error_text,
     iter_invocations,
     model_result,
@@ -85,9 +86,11 @@ async def run_tools(
     # 2. Calls that need approval wait for the app's answer; the others run. A call
     #    going on from a question was approved before it first ran.
     screened = [call for call in calls if call.call_id not in resumed]
+    notes: dict[str, str] = {}  # the calls an approval edited: what heads their results
     if not gate.quiet(registry, screened):
         async for approval in gate.screen(registry, screened, ctx, config.limits.tool_timeout):
             yield approval
+        notes = edit_notes(screened, gate.calls)
         allowed = {call.call_id: call for call in gate.calls}
         calls = [
             call if call.call_id in resumed else allowed[call.call_id]
@@ -153,6 +156,9 @@ async def run_tools(
                         server=server,
                     )
                     unrendered = None
+                    note = notes.get(calls[position].call_id)
+                    if note is not None:  # the history shows the model's own arguments
+                        result = dataclasses.replace(result, text=note + result.text)
                     text = result.text
                     texts[position], rendered[position] = text, result
                     # An error the call came with (bad arguments, an unknown tool the

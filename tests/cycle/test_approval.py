@@ -105,7 +105,60 @@ async def test_approval_with_edited_arguments_runs_the_edited_call(serve, make_c
     )
 
     assert bank.runs[-1] == ("refund", {"order": 7, "amount": 5.0})
-    assert tool_messages(cycle.messages)["c_refund"] == "refunded 5.0 on order 7"
+    assert tool_messages(cycle.messages)["c_refund"] == (
+        "[the user edited this call's arguments before it ran; it ran with "
+        '{"amount": 5, "order": 7}]\nrefunded 5.0 on order 7'
+    )
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("inline", [False, True])
+async def test_the_model_reads_the_arguments_an_edited_call_ran_with(
+    serve, make_cycle, api, inline
+):
+    # The history keeps the model's own call (amount 500): told only "done", the model
+    # would report 500 sent when the user had cut it to 50.
+    registry = ToolRegistry()
+    runs: list[int] = []
+
+    @registry.tool(needs_approval=True)
+    def transfer(to: str, amount: int) -> str:
+        """Send money."""
+        runs.append(amount)
+        return "done"
+
+    server = serve(
+        S.reply_tool_calls([("transfer", {"to": "Ada", "amount": 500}, "c1")]),
+        S.reply_text("Sent."),
+    )
+    cycle = make_cycle(server, api=api)
+    edit = {"to": "Ada", "amount": 50}
+    if inline:
+        async with cycle.submit_stream_with_tools("send Ada 500", registry) as events:
+            async for event in events:
+                if isinstance(event, ToolApprovalRequested):
+                    event.approve(arguments=edit)
+    else:
+        [request] = (await cycle.submit_with_tools("send Ada 500", registry)).pending_approvals
+        await cycle.submit_with_tools(None, registry, approvals=[request.approve(arguments=edit)])
+
+    assert runs == [50]
+    told = (
+        "[the user edited this call's arguments before it ran; it ran with "
+        '{"amount": 50, "to": "Ada"}]\ndone'
+    )
+    assert tool_messages(cycle.messages)["c1"] == told
+    assert json.dumps(told)[1:-1] in json.dumps(server.requests[1].json)  # what the model read
+
+
+async def test_an_approval_that_edits_nothing_adds_no_note(serve, make_cycle, bank):
+    _, cycle, response = await _paused(serve, make_cycle, bank, S.reply_text("Done."))
+
+    [request] = response.pending_approvals
+    same = {"order": 7, "amount": 20.0}
+    await cycle.submit_with_tools(None, bank, approvals=[request.approve(arguments=same)])
+
+    assert tool_messages(cycle.messages)["c_refund"] == "refunded 20.0 on order 7"
 
 
 @pytest.mark.parametrize(

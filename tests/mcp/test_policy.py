@@ -178,8 +178,9 @@ async def test_a_strict_calls_nulls_are_dropped_before_its_arguments_are_checked
         edit = request.approve(arguments={"seconds": 0.01, "marker": None})
         [edited] = await asking.run_tool_calls([call], approvals=[edit])
         [ran] = await quiet.run_tool_calls([call])
+    note = "[the user edited this call's arguments before it ran; it ran with "
     assert [approved["content"], edited["content"], ran["content"]] == [
         "slept 0.0",
-        "slept 0.01",
+        note + '{"marker": null, "seconds": 0.01}]\nslept 0.01',
         "slept 0.0",
     ]
