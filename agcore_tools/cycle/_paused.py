@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import Any, NoReturn
 
 from ..calls import ParsedCall
 from ..error import ApprovalError, LlmConfigError
@@ -84,8 +84,7 @@ def resume_calls(
         if saved is None:
             to_run.append(call)
             continue
-        check_signed(key, saved, f"the paused call '{call.call_id}'", call.name)
-        items = [_item(raw) for raw in saved["requests"]]
+        state, items = _saved(call, saved, key)
         questions = [r for r in items if isinstance(r, InputRequest)]
         answers = gate.take_inputs(r.request_id for r in questions)
         if questions and not answers:
@@ -98,16 +97,75 @@ def resume_calls(
                 f"together (no answer to {', '.join(missing)})",
                 tool_name=call.name,
             )
-        prepare_call_resume(call, registry, saved["state"], questions, answers)
+        prepare_call_resume(call, registry, state, questions, answers)
         to_run.append(call)
         resumed.add(call.call_id)
     gate.check_inputs_used()
     return to_run, resumed
 
 
-def _item(raw: Mapping[str, Any]) -> InputRequest | RunningTask:
+def _saved(
+    call: ParsedCall, saved: Any, key: bytes | None
+) -> tuple[Mapping[str, Any], list[InputRequest | RunningTask]]:
+    """The state and the requests the history saved for ``call``, checked against its
+    signature under ``key``; :class:`ApprovalError` naming what is wrong when it is
+    malformed (an app's bug, a store that cut it short, or an edit an ``approval_key``
+    would refuse), before anything runs."""
+    if not isinstance(saved, Mapping):
+        _malformed(call, "it is not an object")
+    check_signed(key, saved, f"the paused call '{call.call_id}'", call.name)
+    state = saved.get("state")
+    if not isinstance(state, Mapping):
+        _malformed(call, "'state' is missing or not an object")
+    requests = saved.get("requests")
+    if not isinstance(requests, list):
+        _malformed(call, "'requests' is missing or not a list")
+    return state, [_item(call, raw) for raw in requests]
+
+
+# Each field a saved request holds, and the types it may have ("kind" says which).
+_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "input": {
+        "request_id": (str,),
+        "call_id": (str,),
+        "tool_name": (str,),
+        "message": (str,),
+        "requested_schema": (dict,),
+    },
+    "task": {
+        "request_id": (str,),
+        "call_id": (str,),
+        "tool_name": (str,),
+        "server": (str,),
+        "task_id": (str,),
+        "status": (str,),
+        "message": (str, type(None)),
+    },
+}
+
+
+def _item(call: ParsedCall, raw: Any) -> InputRequest | RunningTask:
+    kind = raw.get("kind") if isinstance(raw, Mapping) else None
+    if not isinstance(kind, str) or kind not in _FIELDS:
+        _malformed(call, "a request is not an object whose 'kind' is 'input' or 'task'")
     fields = {k: v for k, v in raw.items() if k != "kind"}
-    return RunningTask(**fields) if raw.get("kind") == "task" else InputRequest(**fields)
+    types = _FIELDS[kind]
+    for name, value in fields.items():
+        if name not in types or not isinstance(value, types[name]):
+            _malformed(call, f"a request's {name!r} is not one of its fields or has the wrong type")
+    missing = [name for name in types if name not in fields and name != "requested_schema"]
+    if kind == "task" and "message" in missing:
+        missing.remove("message")
+    if missing:
+        _malformed(call, f"a request lacks {', '.join(repr(name) for name in missing)}")
+    return RunningTask(**fields) if kind == "task" else InputRequest(**fields)
+
+
+def _malformed(call: ParsedCall, why: str) -> NoReturn:
+    raise ApprovalError(
+        f"the paused call '{call.call_id}' has a malformed state in the history: {why}",
+        tool_name=call.name,
+    )
 
 
 def prepare_call_resume(

@@ -151,6 +151,62 @@ async def test_a_changed_request_state_in_the_history_is_refused_with_a_key(
     assert len(model.requests) == 1
 
 
+def _break(raw: dict[str, Any], how: str) -> None:
+    held = raw["paused_call"]
+    if how == "not an object":
+        raw["paused_call"] = "lost"
+    elif how == "no state":
+        del held["state"]
+    elif how == "no requests":
+        del held["requests"]
+    elif how == "a request of text":
+        held["requests"] = ["seats?"]
+    elif how == "an unknown field":
+        held["requests"][0]["extra"] = 1
+    elif how == "a field missing":
+        del held["requests"][0]["request_id"]
+    else:  # a question read as a task
+        held["requests"][0]["kind"] = "task"
+
+
+@pytest.mark.parametrize(
+    ("how", "why"),
+    [
+        ("not an object", "it is not an object"),
+        ("no state", "'state' is missing or not an object"),
+        ("no requests", "'requests' is missing or not a list"),
+        ("a request of text", "a request is not an object whose 'kind' is 'input' or 'task'"),
+        ("an unknown field", "a request's 'extra' is not one of its fields"),
+        ("a field missing", "a request lacks 'request_id'"),
+        ("another kind", "a request's 'requested_schema' is not one of its fields"),
+    ],
+)
+async def test_without_a_key_a_malformed_paused_call_is_refused_naming_what_is_wrong(
+    serve, make_cycle, booking, how, why
+):
+    # A store that keeps part of a call's keys, or an app's own edit: a KeyError or a
+    # TypeError from the loop's insides said nothing of the history. Nothing is sent.
+    model = serve(BOOK, S.reply_text("ok"))
+    client, registry = await _registry(booking.url)
+    try:
+        cycle = make_cycle(model)
+        [question] = (await cycle.submit_with_tools("book", registry)).pending
+        assert isinstance(question, InputRequest)
+        _break(cycle.messages[-1]["tool_calls"][0], how)
+        saved = json.loads(json.dumps(cycle.messages))
+        for answers in ([question.accept({"seats": 2})], None):
+            with pytest.raises(
+                ApprovalError, match="the paused call 'c_book' has a malformed"
+            ) as caught:
+                await cycle.submit_with_tools(None, registry, approvals=answers)
+            assert why in str(caught.value)
+            assert isinstance(caught.value, ValueError)
+            assert cycle.messages == saved  # left as it was, for a fixed history to resume
+    finally:
+        await client.close()
+    assert len(model.requests) == 1
+
+
 async def test_a_call_id_answered_in_an_earlier_turn_keeps_a_later_pause(
     serve, make_cycle, booking
 ):
