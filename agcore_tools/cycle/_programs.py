@@ -33,6 +33,7 @@ from ..calls import ParsedCall, apply_answers
 from ..error import ApprovalError, LlmConfigError
 from ..registry import ToolRegistry
 from ._approval import Gate
+from ._policy import is_answer
 
 __all__ = [
     "check_signed",
@@ -65,10 +66,13 @@ def check_signed(key: bytes | None, state: Mapping[str, Any], what: str, tool_na
 
 
 def last_tool_calls(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The raw calls of the last assistant message, when only its answers (a tool
+    message, or a Responses ``function_call_output`` item an app put in the history as
+    it was) and attachment messages follow it; else none."""
     for message in reversed(messages):
         if message.get("role") == "assistant":
             return [c for c in message.get("tool_calls") or () if isinstance(c, dict)]
-        if message.get("role") not in ("tool", "user"):
+        if not is_answer(message) and message.get("role") != "user":
             break
     return []
 

@@ -645,6 +645,45 @@ async def test_on_the_responses_api_a_paused_program_resumes_and_its_state_is_no
     assert shop.runs == [("get_order", 2), ("refund", (2, 20.0))]
 
 
+async def test_a_paused_program_beside_an_answer_item_the_app_put_in_the_history_resumes(
+    serve, make_cycle, shop
+):
+    # On the Responses API an app may answer a call with a function_call_output item of
+    # its own (a list of parts, which no tool message holds). Its paused sibling program
+    # lost sight of its saved state behind that item and started over: get_order ran
+    # again, and each later resume started it over once more.
+    code = "o = await get_order(3)\nprint(await refund(o['id'], 1.0))"
+    server = serve(
+        S.reply_tool_calls(
+            [
+                ("run_python", {"code": code}, "c_prog"),
+                ("run_python", {"code": "print(await refund(9, 2.0))"}, "c_two"),
+            ]
+        ),
+        S.reply_text("done"),
+    )
+    cycle = make_cycle(server, api="responses")
+    paused = await cycle.submit_with_tools("go", shop, select=CodeMode())
+    assert [r.call_id for r in paused.pending_approvals] == ["c_prog~1", "c_two~0"]
+    parts = [{"type": "input_text", "text": "the user refunded order 9 by hand"}]
+    cycle.messages.append({"type": "function_call_output", "call_id": "c_two", "output": parts})
+    saved = json.loads(json.dumps(cycle.messages))
+
+    fresh = make_cycle(server, api="responses")
+    fresh.messages[:] = saved
+    again = await fresh.submit_with_tools(None, shop, select=CodeMode())
+    [request] = again.pending_approvals
+    assert request.call_id == "c_prog~1"
+    assert shop.runs == [("get_order", 3)]
+    done = await fresh.submit_with_tools(
+        None, shop, select=CodeMode(), approvals=[request.approve()]
+    )
+
+    assert done.text == "done"
+    assert shop.runs == [("get_order", 3), ("refund", (3, 1.0))]  # each call once
+    assert "program_state" not in json.dumps(server.requests[1].json["input"])
+
+
 async def test_a_failed_program_reports_its_output_traceback_and_the_calls_that_ran(
     serve, make_cycle, shop
 ):
