@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncGenerator, Collection, Iterable, Sequence
+from collections.abc import AsyncGenerator, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
+from .._code_mode import PROGRAM_STATE
 from .._inline import close_answers
 from ..approval import ApprovalDecision, ApprovalRequest, ToolApprovalRequested
 from ..base import ToolContext
@@ -25,9 +26,15 @@ from ..calls import (
     error_text,
 )
 from ..error import ApprovalError, ToolRejectedError
-from ..pending import InputAnswer, InputRequest, RunningTask
+from ..pending import PAUSED_CALL, InputAnswer, InputRequest, RunningTask
 from ..registry import ToolInvocation, ToolRegistry
-from ._policy import drop_program_states, tidy_answers, tool_message, unanswered_calls
+from ._policy import (
+    drop_program_states,
+    open_raw_calls,
+    tidy_answers,
+    tool_message,
+    unanswered_calls,
+)
 from .events import ChatResponse, FinishReason, Usage
 
 __all__ = [
@@ -224,7 +231,44 @@ def decline_open(messages: list[dict[str, Any]], answered: Collection[str] = ())
     if not open_calls:
         return
     reason = "no answer was given before the conversation went on"
+    saved = open_raw_calls(messages)
     for call in open_calls:
-        messages.append(tool_message(call, error_text(ToolRejectedError(call.name, reason))))
+        raw = saved.get(call.call_id, {})
+        text = _left_running(call.name, raw.get(PAUSED_CALL))
+        if text is None:
+            text = error_text(ToolRejectedError(call.name, reason))
+            text += _ran_before(raw.get(PROGRAM_STATE))
+        messages.append(tool_message(call, text))
     tidy_answers(messages)
     drop_program_states(messages)
+
+
+def _left_running(tool_name: str, held: Any) -> str | None:
+    """What the model reads of a call whose server-side task had not ended when the
+    conversation moved on (``held``: the call's saved pause), or None for another call:
+    the task runs on, so "declined" would tell the model that nothing ran."""
+    requests = held.get("requests") if isinstance(held, Mapping) else None
+    for request in requests if isinstance(requests, list) else ():
+        if isinstance(request, Mapping) and request.get("kind") == "task":
+            task, server = request.get("task_id"), request.get("server")
+            return (
+                f"Error: the call to tool '{tool_name}' started task '{task}' on server "
+                f"'{server}', which had not ended when the conversation went on without it: "
+                "the task was not cancelled and may still finish; do not start it again "
+                "unless it must run twice"
+            )
+    return None
+
+
+def _ran_before(state: Any) -> str:
+    """The calls a paused program made before its pause (``state``: its saved state),
+    as lines for the model that reads it declined, or nothing."""
+    ran = state.get("ran") if isinstance(state, Mapping) else None
+    lines = [line for line in ran if isinstance(line, str)] if isinstance(ran, list) else []
+    if not lines:
+        return ""
+    more = f"\n  ... and {len(lines) - 20} more" if len(lines) > 20 else ""
+    return (
+        "\nCalls of the program that ran before its pause (do not repeat the ones that "
+        "change something):\n  " + "\n  ".join(lines[:20]) + more
+    )

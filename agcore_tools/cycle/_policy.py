@@ -415,6 +415,18 @@ def check_open_tools(registry: ToolRegistry, calls: Sequence[ParsedCall]) -> Non
             )
 
 
+def open_raw_calls(messages: Sequence[Message]) -> dict[str, dict[str, Any]]:
+    """The raw calls of the history's last assistant message that no answer follows,
+    by id: what the history saved on each (a paused program's state, a paused call's).
+
+    Example:
+        >>> call = {"id": "c1", "function": {"name": "add", "arguments": "{}"}}
+        >>> list(open_raw_calls([{"role": "assistant", "tool_calls": [call]}]))
+        ['c1']
+    """
+    return {call["id"]: call for call in _open_calls(messages)}
+
+
 def unanswered_calls(messages: Sequence[Message]) -> list[ParsedCall]:
     """The calls of the history's last assistant message that have no tool message yet.
 

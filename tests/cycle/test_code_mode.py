@@ -518,6 +518,26 @@ async def test_a_new_prompt_declines_a_paused_program_and_drops_its_state(serve,
     assert "the user declined the call to tool 'run_python'" in tool_messages(sent)["c_prog"]
 
 
+async def test_a_new_prompt_tells_the_model_which_calls_of_the_paused_program_ran(
+    serve, make_cycle, shop
+):
+    # Declined, a paused program read as one that never ran, while its calls before the
+    # pause had: the model could run it again and repeat them.
+    server = serve(program("o = await get_order(4)\nawait refund(4, 1.0)"), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    await cycle.submit_with_tools("go", shop, select=CodeMode())
+    await cycle.submit_with_tools("never mind", shop, select=CodeMode())
+
+    told = tool_messages(server.requests[1].json["messages"])["c_prog"]
+    assert told.startswith("Error: the user declined the call to tool 'run_python'")
+    assert told.splitlines()[1:] == [
+        "Calls of the program that ran before its pause (do not repeat the ones that change "
+        "something):",
+        "  get_order(order_id=4) -> ok",
+    ]
+    assert shop.runs == [("get_order", 4)]
+
+
 async def test_without_the_extra_code_mode_refuses_naming_it(tmp_path: Path) -> None:
     script = tmp_path / "no_monty.py"
     script.write_text(

@@ -140,6 +140,39 @@ async def test_a_run_cancelled_while_its_task_runs_keeps_the_task_in_the_history
     assert "cancels" not in tasks.counts()  # kept for the resume, not cancelled
 
 
+async def test_a_new_prompt_tells_the_model_its_task_was_left_running_not_declined(
+    serve, make_cycle, tasks
+):
+    # Moving on from a held task answered the call "the user declined the call": the
+    # model read that nothing ran, while the build went on on the server, and could
+    # start it again.
+    model = serve(BUILD, S.reply_text("Moved on."))
+    async with _client(tasks, "2026-07-28") as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(tasks=["build"]))
+        cycle = make_cycle(model)
+        run = asyncio.ensure_future(cycle.submit_with_tools("build", registry))
+        deadline = time.monotonic() + 20
+        while not tasks.store.exists() or not tasks.counts().get("gets"):
+            assert time.monotonic() < deadline, "the task was never polled"
+            await asyncio.sleep(0.02)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        [held] = cycle.messages[-1]["tool_calls"][0]["paused_call"]["requests"]
+        await cycle.submit_with_tools("never mind, what time is it?", registry)
+
+    told = tool_messages(model.requests[1].json["messages"])["c_build"]
+    assert "declined" not in told
+    assert told == (
+        f"Error: the call to tool 'build' started task '{held['task_id']}' on server 'ci', "
+        "which had not ended when the conversation went on without it: the task was not "
+        "cancelled and may still finish; do not start it again unless it must run twice"
+    )
+    assert tasks.counts()["calls"] == {"build": 1}
+    assert "cancels" not in tasks.counts()
+
+
 async def _closed_then_resumed(
     cycle: Any, run: asyncio.Future[Any], registry: ToolRegistry, clock: Path
 ) -> Any:
