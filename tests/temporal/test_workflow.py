@@ -1193,5 +1193,7 @@ async def test_an_approval_with_invalid_edited_arguments_is_dropped_and_the_run_
     # Signals apply in order: once the valid one is taken, the invalid one was dropped.
     await handle.signal(ToolLoopWorkflow.approve, [valid])
     result = await finish(handle)
-    assert result.text == "done: removed old.txt"
+    # The model (its script echoes the result) reads which arguments the call ran with.
+    note = "[the user edited this call's arguments before it ran; it ran with "
+    assert result.text == f'done: {note}{{"path": "old.txt"}}]\nremoved old.txt'
     assert len(calls(workdir, "bad-edit-1", "remove")) == 1
