@@ -88,6 +88,13 @@ def resume_calls(
         questions = [r for r in items if isinstance(r, InputRequest)]
         answers = gate.take_inputs(r.request_id for r in questions)
         if questions and not answers:
+            if call.call_id in gate.answered:
+                raise ApprovalError(
+                    f"call '{call.call_id}' waits for the answer to its question "
+                    f"'{questions[0].request_id}', not for approval: answer it with the "
+                    "InputRequest's accept(), decline() or cancel()",
+                    tool_name=call.name,
+                )
             gate.hold(call.call_id, items)
             continue
         missing = [r.request_id for r in questions if r.request_id not in answers]

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from agcore_tools import (
+    ApprovalDecision,
     ApprovalError,
     InputAnswer,
     InputRequest,
@@ -204,6 +205,31 @@ async def test_without_a_key_a_malformed_paused_call_is_refused_naming_what_is_w
             assert cycle.messages == saved  # left as it was, for a fixed history to resume
     finally:
         await client.close()
+    assert len(model.requests) == 1
+
+
+async def test_an_approval_given_to_a_call_waiting_for_its_question_says_what_it_waits_for(
+    serve, make_cycle, booking
+):
+    # It was refused saying no call awaited approval and "the open calls are: none",
+    # while this one was open, waiting for a different kind of answer.
+    model = serve(BOOK, S.reply_text("ok"))
+    client, registry = await _registry(booking.url)
+    try:
+        cycle = make_cycle(model)
+        [question] = (await cycle.submit_with_tools("book", registry)).pending
+        assert isinstance(question, InputRequest)
+        saved = json.loads(json.dumps(cycle.messages))
+        approval = ApprovalDecision("c_book", "book_table", {"party": "Ada"}, True)
+        with pytest.raises(ApprovalError) as caught:
+            await cycle.submit_with_tools(None, registry, approvals=[approval])
+    finally:
+        await client.close()
+    assert str(caught.value) == (
+        f"call 'c_book' waits for the answer to its question '{question.request_id}', not "
+        "for approval: answer it with the InputRequest's accept(), decline() or cancel()"
+    )
+    assert cycle.messages == saved
     assert len(model.requests) == 1
 
 
