@@ -743,3 +743,36 @@ async def test_a_repeated_id_without_approval_still_runs_each_call_and_the_asked
     assert mixed.pending_approvals == ()
     assert [m["output"][:45] for m in mixed] == ["a", _REPEAT[:45]]
     assert registry.runs == []  # type: ignore[attr-defined]
+
+
+async def test_an_edit_note_writes_a_model_as_pydantic_does_leaving_its_secrets_out() -> None:
+    # The app's approval may pass objects: the note that heads the result goes to the
+    # model, so it writes them as the library writes any value for it (an excluded
+    # field, or one a serializer masks for JSON, stays out), not as their str().
+    from typing import Annotated
+
+    from pydantic import BaseModel, Field, PlainSerializer
+
+    class Account(BaseModel):
+        user: str
+        token: str = Field(exclude=True)
+        pin: Annotated[str, PlainSerializer(lambda _: "***", when_used="json")]
+
+    registry = ToolRegistry(permission_checker=PermissionChecker(PermissionConfig(ask=["write"])))
+
+    @registry.tool(permissions=["write"])
+    def login(account: Account) -> str:
+        """Log in."""
+        return f"hello {account.user}"
+
+    call = _chat("login", "c1", {"account": {"user": "eve", "token": "t", "pin": "0"}})
+    [request] = (await registry.run_tool_calls([call])).pending_approvals
+    account = Account(user="ann", token="tok-s3cret-value", pin="pin-s3cret-value")
+    [output] = await registry.run_tool_calls(
+        [call], approvals=[request.approve(arguments={"account": account})]
+    )
+    assert "s3cret" not in output["content"]
+    assert output["content"] == (
+        "[the user edited this call's arguments before it ran; it ran with "
+        '{"account": {"pin": "***", "user": "ann"}}]\nhello ann'
+    )

@@ -19,6 +19,8 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, 
 from contextvars import ContextVar
 from typing import Any
 
+from pydantic_core import to_jsonable_python
+
 from .._aio import run_tool, with_timeout
 from .._records import ParsedCall, ToolEntry
 from .._table import ToolTable
@@ -398,7 +400,7 @@ def edit_notes(before: Iterable[ParsedCall], after: Iterable[ParsedCall]) -> dic
     return {
         call.call_id: (
             "[the user edited this call's arguments before it ran; it ran with "
-            f"{_short(call.args)}]\n"
+            f"{_short(_as_model_reads(call.args))}]\n"
         )
         for call in running
         if ids[call.call_id] == 1 and call.call_id in asked and asked[call.call_id] != call.args
@@ -517,6 +519,16 @@ def _differing(approved: Any, pending: Mapping[str, Any] | None) -> str:
     listed = ", ".join(f"'{name}'" for name in names[:10])
     more = f" and {len(names) - 10} more" if len(names) > 10 else ""
     return f"they differ in {listed}{more}"
+
+
+def _as_model_reads(value: Any) -> Any:
+    # An app's objects as pydantic writes them for the model (result_text's way): a
+    # model's excluded fields and the secrets its JSON serializers mask stay out, as
+    # their str() would not leave them.
+    try:
+        return to_jsonable_python(value, fallback=str, inf_nan_mode="null")
+    except ValueError:  # a lone surrogate in a key, a container holding itself
+        return None
 
 
 def _short(value: Any) -> str:
