@@ -13,6 +13,7 @@ from .._records import ParsedCall
 from .._text import result_text, truncate_utf8
 from ._approval import (
     CHECKS_TOGETHER,
+    EDITS_NOTED,
     answer_list,
     answers_by_id,
     apply_answers,
@@ -50,6 +51,7 @@ from ._run import (
 __all__ = [
     "CHECKS_TOGETHER",
     "CUT_CALLS_NOT_REPAIRED",
+    "EDITS_NOTED",
     "NON_FINITE_REFUSED",
     "RENDER_OFF_LOOP",
     "ParsedCall",

@@ -39,6 +39,7 @@ from ._parse import NON_FINITE_REFUSED, non_finite, not_a_number
 
 __all__ = [
     "CHECKS_TOGETHER",
+    "EDITS_NOTED",
     "answer_list",
     "answers_by_id",
     "apply_answers",
@@ -379,6 +380,12 @@ def apply_answers(
     return runnable, waiting_requests
 
 
+EDITS_NOTED: ContextVar[bool] = ContextVar("agcore_tools_edits_noted", default=True)
+"""Whether an edited call's result heads a note, and a new prompt tells the model of the
+calls that had started (see ``decline_open``): a Temporal run begun before the patch
+``agcore-edited-calls-noted`` keeps what its model read."""
+
+
 def edit_notes(before: Iterable[ParsedCall], after: Iterable[ParsedCall]) -> dict[str, str]:
     """For each call of ``after`` that an approval's edit makes run with other arguments
     than it had in ``before`` (the model's): its call id, and the note that heads its
@@ -390,6 +397,8 @@ def edit_notes(before: Iterable[ParsedCall], after: Iterable[ParsedCall]) -> dic
         >>> print(notes["c1"], end="")
         [the user edited this call's arguments before it ran; it ran with {"amount": 50}]
     """
+    if not EDITS_NOTED.get():
+        return {}
     asked: dict[str, dict[str, Any] | None] = {}
     for call in before:
         asked.setdefault(call.call_id, call.args)

@@ -17,6 +17,7 @@ from .._inline import close_answers
 from ..approval import ApprovalDecision, ApprovalRequest, ToolApprovalRequested
 from ..base import ToolContext
 from ..calls import (
+    EDITS_NOTED,
     ParsedCall,
     answer_list,
     answers_by_id,
@@ -231,7 +232,8 @@ def decline_open(messages: list[dict[str, Any]], answered: Collection[str] = ())
     if not open_calls:
         return
     reason = "no answer was given before the conversation went on"
-    saved = open_raw_calls(messages)
+    # A Temporal run begun before agcore-edited-calls-noted read "declined" alone.
+    saved = open_raw_calls(messages) if EDITS_NOTED.get() else {}
     for call in open_calls:
         raw = saved.get(call.call_id, {})
         text = _left_running(call.name, raw.get(PAUSED_CALL))

@@ -18,6 +18,7 @@ __all__ = [
     "CHECKS_TOGETHER",
     "CUT_CALLS_NOT_REPAIRED",
     "DERIVED_IDS_RESERVED",
+    "EDITS_NOTED",
     "IDS_PAST_HISTORY",
     "NON_FINITE_REFUSED",
     "OFFERED_LISTED",
@@ -108,3 +109,9 @@ WRAPPED_AGAIN = "agcore-mcp-plain-values-unwrapped"
 reaches the model as ``v`` (``ToolCallInput.unwraps``), and a code-mode program as the
 ``{"result": v}`` its listing promises (before: the activity returned the object, and
 the model read it as JSON)."""
+EDITS_NOTED = "agcore-edited-calls-noted"
+"""The result of a call an approval edited begins with a note of the arguments it ran
+with, and a prompt that goes on past a paused program's call lists the calls that ran
+(before: the result alone, and "declined" alone). Only the text the model reads
+changes, which a replay does not check: gated so that a run's history, and its
+``messages`` query, keep what the model read (tests/temporal/histories/v0.2.0-reject-edit.json)."""

@@ -32,7 +32,13 @@ from .._table import OFFERED_LISTED
 from .._unicode import scrub
 from ..approval import ApprovalDecision, ApprovalRequest
 from ..base import ToolContext
-from ..calls import CHECKS_TOGETHER, CUT_CALLS_NOT_REPAIRED, NON_FINITE_REFUSED, RENDER_OFF_LOOP
+from ..calls import (
+    CHECKS_TOGETHER,
+    CUT_CALLS_NOT_REPAIRED,
+    EDITS_NOTED,
+    NON_FINITE_REFUSED,
+    RENDER_OFF_LOOP,
+)
 from ..calls._parse import non_finite
 from ..cycle._call_ids import IDS_PAST_HISTORY, UNIQUE_CALL_IDS
 from ..cycle._given import given_messages, kind
@@ -358,6 +364,7 @@ class ToolLoopWorkflow:
         UNOFFERED_CHOICE_REFUSED.set(workflow.patched(patches.UNOFFERED_CHOICE_REFUSED))
         NON_FINITE_REFUSED.set(workflow.patched(patches.NON_FINITE_REFUSED))
         OFFERED_LISTED.set(workflow.patched(patches.OFFERED_LISTED))
+        EDITS_NOTED.set(workflow.patched(patches.EDITS_NOTED))
         limited = workflow.patched(patches.CALLS_PER_TURN_LIMITED)
         as_text = workflow.patched(patches.REQUESTS_AS_TEXT)
         queues = args.tool_task_queues

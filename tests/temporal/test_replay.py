@@ -14,13 +14,21 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytest.importorskip("temporalio")
 
 from temporalio.client import Client, WorkflowHistory
-from temporalio.worker import Replayer
+from temporalio.worker import (
+    ExecuteWorkflowInput,
+    Interceptor,
+    Replayer,
+    UnsandboxedWorkflowRunner,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+)
 from temporalio.worker.workflow_sandbox import (
     SandboxedWorkflowRunner,
     SandboxRestrictions,
@@ -307,3 +315,35 @@ async def test_fresh_runs_replay(client: Client, spawn: Callable[..., WorkerProc
     for history in histories:
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
         assert result.replay_failure is None, history.workflow_id
+
+
+async def test_a_replayed_run_keeps_what_its_model_read_of_an_edited_call() -> None:
+    # 0.2.0 sent "removed b2.txt" alone (its recorded model answer echoes it): the note
+    # heading an edited call's result (agcore-edited-calls-noted) must not appear in
+    # the messages a replay of that run gives (its query, its result).
+    results: list[Any] = []
+
+    class Kept(WorkflowInboundInterceptor):
+        async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
+            results.append(await super().execute_workflow(input))
+            return results[-1]
+
+    class Keeping(Interceptor):
+        def workflow_interceptor_class(
+            self, input: WorkflowInterceptorClassInput
+        ) -> type[WorkflowInboundInterceptor]:
+            return Kept
+
+    path = RECORDED / "v0.2.0-reject-edit.json"
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    replayer = Replayer(
+        workflows=[ToolLoopWorkflow],
+        workflow_runner=UnsandboxedWorkflowRunner(),
+        interceptors=[Keeping()],
+    )
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None
+    [done] = results
+    told = {m["tool_call_id"]: m["content"] for m in done.messages if m["role"] == "tool"}
+    assert told["call_remove_b"] == "removed b2.txt"
+    assert done.messages[-1]["content"].endswith("| removed b2.txt")
