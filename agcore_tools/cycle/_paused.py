@@ -13,8 +13,9 @@ them against the questions' schemas, and hands state and answers to the tool's
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any, NoReturn
 
 from ..calls import ParsedCall
@@ -52,11 +53,18 @@ def hold_call(
             for r in paused.requests
         ],
     }
-    if key is not None:
-        held["mac"] = state_mac(key, held)
     for raw in last_tool_calls(messages):
-        if raw.get("id") == call.call_id:
-            raw[PAUSED_CALL] = held
+        if raw.get("id") != call.call_id:
+            continue
+        function = raw.get("function")
+        given = function.get("arguments") if isinstance(function, Mapping) else None
+        if call.args is not None and call.arguments != given:
+            # An approval edited them: the history keeps the model's, and the call goes
+            # on (an MCP server's input_required asks again) with those that ran.
+            held["arguments"] = call.args
+        if key is not None:
+            held["mac"] = state_mac(key, held)
+        raw[PAUSED_CALL] = held
     gate.hold(call.call_id, paused.requests)
 
 
@@ -84,7 +92,9 @@ def resume_calls(
         if saved is None:
             to_run.append(call)
             continue
-        state, items = _saved(call, saved, key)
+        state, items, ran_with = _saved(call, saved, key)
+        if ran_with is not None:  # the arguments an approval edited the call into
+            call = replace(call, arguments=json.dumps(ran_with, ensure_ascii=False), args=ran_with)
         questions = [r for r in items if isinstance(r, InputRequest)]
         answers = gate.take_inputs(r.request_id for r in questions)
         if questions and not answers:
@@ -113,7 +123,7 @@ def resume_calls(
 
 def _saved(
     call: ParsedCall, saved: Any, key: bytes | None
-) -> tuple[Mapping[str, Any], list[InputRequest | RunningTask]]:
+) -> tuple[Mapping[str, Any], list[InputRequest | RunningTask], dict[str, Any] | None]:
     """The state and the requests the history saved for ``call``, checked against its
     signature under ``key``; :class:`ApprovalError` naming what is wrong when it is
     malformed (an app's bug, a store that cut it short, or an edit an ``approval_key``
@@ -127,7 +137,10 @@ def _saved(
     requests = saved.get("requests")
     if not isinstance(requests, list):
         _malformed(call, "'requests' is missing or not a list")
-    return state, [_item(call, raw) for raw in requests]
+    ran_with = saved.get("arguments")  # absent when no approval edited the call
+    if ran_with is not None and not isinstance(ran_with, dict):
+        _malformed(call, "'arguments' is not an object")
+    return state, [_item(call, raw) for raw in requests], ran_with
 
 
 # Each field a saved request holds, and the types it may have ("kind" says which).

@@ -61,7 +61,14 @@ async def run_tools(
     # 0. A paused code-mode program gets the app's answers to its calls, with its state.
     calls = resume_programs(messages, calls, registry, gate, config.approval_key)
     #    A call paused on a question goes on with the app's answers (or stays open).
+    before = calls
     calls, resumed = resume_calls(messages, calls, registry, gate, config.approval_key)
+    # The calls an approval edited: what heads their results (one going on from its
+    # question ran with the arguments its pause saved).
+    notes = edit_notes(
+        [call for call in before if call.call_id in resumed],
+        [call for call in calls if call.call_id in resumed],
+    )
     # 1. The calls past Limits.max_tool_calls_per_turn are answered, never run nor
     #    looked at: a denied or unknown tool among them stops nothing.
     calls, past = _within_limit(calls, config.limits.max_tool_calls_per_turn)
@@ -86,11 +93,10 @@ async def run_tools(
     # 2. Calls that need approval wait for the app's answer; the others run. A call
     #    going on from a question was approved before it first ran.
     screened = [call for call in calls if call.call_id not in resumed]
-    notes: dict[str, str] = {}  # the calls an approval edited: what heads their results
     if not gate.quiet(registry, screened):
         async for approval in gate.screen(registry, screened, ctx, config.limits.tool_timeout):
             yield approval
-        notes = edit_notes(screened, gate.calls)
+        notes |= edit_notes(screened, gate.calls)
         allowed = {call.call_id: call for call in gate.calls}
         calls = [
             call if call.call_id in resumed else allowed[call.call_id]

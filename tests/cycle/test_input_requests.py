@@ -865,3 +865,46 @@ async def test_on_2025_a_call_that_fails_after_its_question_shows_no_echoed_toke
     shown = "".join(traceback.format_exception(stopped.value))
     assert token not in shown, shown
     assert "MCPError: upstream rejected credentials: ***" in shown  # its cause, masked
+
+
+async def test_a_call_edited_on_approval_goes_on_from_its_question_with_the_edited_arguments(
+    serve, make_cycle, booking
+):
+    # 2026-07-28's input_required: the client calls the tool again with its arguments,
+    # the answers and the requestState. The history holds the model's call (Ada); the
+    # call the user approved ran with Bob, and so must its second request.
+    model = serve(BOOK, S.reply_text("Booked."))
+    client, registry = await _registry(booking.url)
+    sent: list[dict[str, Any]] = []
+    calling = client.call_tool
+
+    async def call_tool(name: str, args: dict[str, Any], *more: Any, **kw: Any) -> Any:
+        sent.append(dict(args))
+        return await calling(name, args, *more, **kw)
+
+    client.call_tool = call_tool  # type: ignore[method-assign]
+    tool = registry.get("book_table")
+    tool.needs_approval = True  # type: ignore[union-attr]
+    try:
+        cycle = make_cycle(model, approval_key=b"k" * 32)
+        [asked] = (await cycle.submit_with_tools("book for Ada", registry)).pending_approvals
+        edited = asked.approve(arguments={"party": "Bob"})
+        [question] = (await cycle.submit_with_tools(None, registry, approvals=[edited])).pending
+        assert isinstance(question, InputRequest)
+        assert question.message == "How many seats for Bob?"
+        saved = json.loads(json.dumps(cycle.messages))
+        fresh = make_cycle(model, approval_key=b"k" * 32)
+        fresh.messages[:] = saved
+        done = await fresh.submit_with_tools(
+            None, registry, approvals=[question.accept({"seats": 2})]
+        )
+    finally:
+        await client.close()
+    assert done.text == "Booked."
+    assert sent == [{"party": "Bob"}, {"party": "Bob"}]
+    result = tool_messages(model.requests[1].json["messages"])["c_book"]
+    assert result == (
+        "[the user edited this call's arguments before it ran; it ran with "
+        '{"party": "Bob"}]\nbooked 2 seats for Bob; asked 0 h ago; state intact'
+    )
+    assert_history_valid(fresh.messages)
