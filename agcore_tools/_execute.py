@@ -34,7 +34,7 @@ from .error import (
     ToolExecutionError,
     ToolTimeoutError,
 )
-from .pending import LEFT_RUNNING
+from .pending import LEFT_RUNNING, CallPaused
 
 __all__ = [
     "CANCEL_GRACE",
@@ -212,7 +212,8 @@ async def execute(
         # A cached answer, or a call that timed out before its tool started, tells no
         # breaker.
         assert began is not None
-        guard.release(ctx, error, ended=began[0], thread=unfinished(threads))
+        paused = error is None and isinstance(output, CallPaused)
+        guard.release(ctx, error, ended=began[0], thread=unfinished(threads), paused=paused)
     if ctx.listening:  # a helper thread's late report must not follow the call's end
         end_reports(ctx)
     if cached:  # answered, not executed: no call in the stats, nothing took effect

@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections import deque
+import threading
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any, Literal
@@ -48,6 +49,8 @@ logger = logging.getLogger("agcore_tools.policies")
 
 BreakerState = Literal["closed", "open", "half_open"]
 
+_PAUSED_KEPT = 256  # the call ids of paused calls a breaker keeps for their resume
+
 GIVE_BACK_TIMEOUT = 0.5
 """The most seconds a shared rate store may take to give back the turn of a call that
 never started; past it, the turn stays spent (logged as a warning)."""
@@ -63,9 +66,25 @@ class _BreakerState:
 
     Half-open, one call is let through, the probe, and only its outcome decides: not a
     call that started before the breaker opened and ends meanwhile, nor an answer from
-    the cache. Calls are told apart by their context object (one per call)."""
+    the cache. Calls are told apart by their context object (one per call). A call that
+    paused (an MCP task still running, a question to the user) decides nothing, and its
+    resume, known by its call id, is let through whatever the state: refused, the
+    task's result would be lost. A probe's resume decides as the probe would have.
 
-    __slots__ = ("config", "failed_at", "last_probe", "probe", "reopens", "state")
+    A registry is shared by every thread and loop that uses it, so each change is made
+    under a lock: two calls at once cannot both become the probe."""
+
+    __slots__ = (
+        "_lock",
+        "config",
+        "failed_at",
+        "last_probe",
+        "paused",
+        "probe",
+        "reopens",
+        "resumed",
+        "state",
+    )
 
     def __init__(self, config: Breaker) -> None:
         self.config = config
@@ -76,35 +95,76 @@ class _BreakerState:
         """The call let through half-open, while it runs."""
         self.last_probe: object | None = None
         """The probe that ended without an outcome: its timeout may still be told."""
+        self.paused: OrderedDict[str, bool] = OrderedDict()
+        """The call ids of calls that paused, the most recent last: whether each was the
+        probe."""
+        self.resumed: list[tuple[object, bool]] = []
+        """The resumes of paused calls running now: their context, and whether it was the
+        probe that paused."""
+        self._lock = threading.Lock()
 
     def hidden(self, moment: float) -> bool:
         return self.state == "open" and moment < self.reopens
 
-    def admit(self, name: str, moment: float, caller: object) -> None:
-        if self.state == "closed":
-            return
-        if self.state == "open":
-            left = self.reopens - moment
-            if left > 0:
-                config = self.config
+    def admit(self, name: str, moment: float, caller: object, call_id: str | None = None) -> None:
+        with self._lock:
+            if self.paused and call_id is not None and call_id in self.paused:
+                self.resumed.append((caller, self.paused.pop(call_id)))
+                return
+            if self.state == "closed":
+                return
+            if self.state == "open":
+                left = self.reopens - moment
+                if left > 0:
+                    config = self.config
+                    raise ToolUnavailableError(
+                        name,
+                        f"its circuit breaker opened after {config.failures} failure(s) "
+                        f"within {config.window:g} s",
+                        retry_after=left,
+                    )
+                self.state = "half_open"
+            if self.probe is not None:
                 raise ToolUnavailableError(
-                    name,
-                    f"its circuit breaker opened after {config.failures} failure(s) "
-                    f"within {config.window:g} s",
-                    retry_after=left,
+                    name, "its circuit breaker is letting one probe call through, which is running"
                 )
-            self.state = "half_open"
-        if self.probe is not None:
-            raise ToolUnavailableError(
-                name, "its circuit breaker is letting one probe call through, which is running"
-            )
-        self.probe, self.last_probe = caller, None
+            self.probe, self.last_probe = caller, None
 
-    def record(self, failed: bool | None, moment: float, caller: object) -> BreakerState | None:
+    def record(
+        self,
+        failed: bool | None,
+        moment: float,
+        caller: object,
+        *,
+        paused: str | None = None,
+    ) -> BreakerState | None:
         """Note the end of ``caller``'s call (``failed`` None: it did not run to an
-        end); the new state, if changed."""
-        if caller is self.probe:
+        end; ``paused``: the call id of a call that paused); the new state, if
+        changed."""
+        with self._lock:
+            return self._record(failed, moment, caller, paused)
+
+    def _record(
+        self, failed: bool | None, moment: float, caller: object, paused: str | None
+    ) -> BreakerState | None:
+        was_probe = caller is self.probe
+        resumed = next((i for i, (c, _) in enumerate(self.resumed) if c is caller), None)
+        if resumed is not None:
+            was_probe = self.resumed.pop(resumed)[1]
+        elif was_probe:
             self.probe = None
+        if paused is not None and failed is None:
+            self.paused[paused] = was_probe
+            while len(self.paused) > _PAUSED_KEPT:
+                self.paused.popitem(last=False)
+            return None
+        if resumed is not None:
+            if not was_probe or self.state != "half_open":
+                return self._count(failed, moment) if failed and self.state == "closed" else None
+            if failed is None:
+                self.last_probe = caller
+                return None
+        elif was_probe:
             if failed is None:
                 self.last_probe = caller
                 return None
@@ -224,7 +284,7 @@ class Guard:
         (cancelled, or out of time waiting for a slot) gives its rate turn back."""
         breaker = self.breaker
         if breaker is not None:
-            breaker.admit(self.name, now(), ctx)
+            breaker.admit(self.name, now(), ctx, ctx.call_id)
         turn = False
         try:
             if self._rate_store is not None:
@@ -417,10 +477,13 @@ class Guard:
         *,
         ended: bool = True,
         thread: Future[Any] | None = None,
+        paused: bool = False,
     ) -> None:
         """End an admitted call: free its slot, and tell the breaker how it went
-        (``ended=False`` for a call cancelled before it could end). A ``thread`` the
-        call left running (a sync tool past its timeout) keeps the slot until it ends."""
+        (``ended=False`` for a call cancelled before it could end; ``paused`` for one
+        that returned a :class:`~agcore_tools.pending.CallPaused`, whose resume decides).
+        A ``thread`` the call left running (a sync tool past its timeout) keeps the slot
+        until it ends."""
         slots = self.slots
         if slots is not None:
             if thread is None:
@@ -438,7 +501,13 @@ class Guard:
                 failed = True
             # Else bad arguments or a refusal: no outcome. A half-open breaker's probe
             # refused so closed it, as if the tool worked again.
-        changed = breaker.record(failed, now(), ctx)
+        call_id = ctx.call_id
+        if paused:
+            # Its task runs on: neither a success nor a failure yet. Without a call id
+            # its resume cannot be known: it decides nothing, as a call cancelled.
+            changed = breaker.record(None, now(), ctx, paused=call_id)
+        else:
+            changed = breaker.record(failed, now(), ctx)
         if changed is not None:
             self._announce(ctx, changed)
 
