@@ -29,6 +29,7 @@ from .error import (
     InvalidArgumentsError,
     McpError,
     McpInputRequiredError,
+    McpNotInitializedError,
     ToolConfigError,
     ToolError,
     ToolUnavailableError,
@@ -585,6 +586,8 @@ def _counts_as_failure(error: BaseException) -> bool:
         return False
     if isinstance(error, McpInputRequiredError):
         return False  # its task waits for the user's answer: it has not failed
+    if isinstance(error, McpNotInitializedError) and error.by_caller:
+        return False  # the app's mistake (a call before connect()): the server is fine
     if isinstance(error, McpError) and not error.is_recoverable():
         # Its server failed: down, restarts spent, or it would not start. The call was
         # never sent, yet it is the failure a breaker is for: a dead server's tools

@@ -546,9 +546,15 @@ class McpUsageError(ToolError, ValueError):
 class McpNotInitializedError(McpError):
     """An MCP client was used before ``connect()`` or after it became unusable.
 
+    ``by_caller`` tells the app's own mistake (a client never connected, or closed, or
+    used from another event loop or process) from a server that is down (its connection
+    lost, its start-up failed): a tool's circuit breaker counts only the second.
+
     Example:
         >>> str(McpNotInitializedError("fs"))
         "MCP server 'fs': not connected; call connect() first"
+        >>> McpNotInitializedError("fs", by_caller=True).by_caller
+        True
     """
 
     def __init__(
@@ -558,8 +564,12 @@ class McpNotInitializedError(McpError):
         *,
         tool_name: str | None = None,
         recoverable: bool | None = None,
+        by_caller: bool = False,
     ) -> None:
         super().__init__(server_name, reason, tool_name=tool_name, recoverable=recoverable)
+        self.by_caller = by_caller
+        """Whether the app's own use of the client is at fault (never connected, closed,
+        another event loop or process), not the server: no failure of its tools."""
 
 
 class McpTimeoutError(McpError):

@@ -185,7 +185,9 @@ class Connection:
         """The client's settings, read when needed (the client is alive while it sends)."""
         settings = self._settings()
         if settings is None:
-            raise McpNotInitializedError(self.server_name, "its McpClient was garbage-collected")
+            raise McpNotInitializedError(
+                self.server_name, "its McpClient was garbage-collected", by_caller=True
+            )
         return settings
 
     @property

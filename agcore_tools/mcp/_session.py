@@ -97,6 +97,9 @@ class Session:
         self.secrets = SentSecrets(settings.transport)
         """The transport's secrets and the credentials the requests of every connection
         carried (kept across restarts): masked in what the server sends back."""
+        self.opened = False
+        """Whether the app asked for a connection and has not closed it since: a
+        request without one is then the server's failure, else the app's mistake."""
         self.chosen_log_level: str | None = None
         """The level the last ``set_log_level()`` chose, asked for again by each new
         handshake-era connection (which starts at the server's default)."""
@@ -146,6 +149,7 @@ class Session:
         (``time.monotonic()``; default: the client's timeout from the start, see
         :meth:`Connection.start`), the tools listed and the second try included: a
         second try with a timeout of its own made ``connect()`` take twice its timeout."""
+        self.opened = True
         note = ""  # what an error adds once started again for want of initialize
         while True:
             old = self.conn
@@ -411,6 +415,7 @@ class Session:
     async def close(self) -> None:
         """Close the connection (see :meth:`McpClient.close`); idempotent."""
         conn = self.conn
+        self.opened = False
         if conn is not None and self.owner_pid not in (None, os.getpid()):
             # A forked child's copy: the connection and its server stay the parent's,
             # so the child has nothing to close (as an LlmCycle's close there).
@@ -495,6 +500,12 @@ class Session:
             return self.wrong_loop(action, tool_name)
         else:
             reason = f"cannot send {action}: not connected; call connect() first"
+            # Never connected, or closed by the app: its mistake, not the server's. A
+            # connect() that failed, or a restart under way, leaves it opened.
+            by_caller = not self.opened
+            return McpNotInitializedError(
+                self.server_name, reason, tool_name=tool_name, by_caller=by_caller
+            )
         return McpNotInitializedError(self.server_name, reason, tool_name=tool_name)
 
     def wrong_loop(self, action: str, tool_name: str | None) -> McpNotInitializedError:
@@ -525,7 +536,7 @@ class Session:
                 "another one, where its session must stay (a *_sync method runs on "
                 "agcore_tools' own loop); await it in that loop, or close() it there first"
             )
-        return McpNotInitializedError(self.server_name, reason, tool_name=tool_name)
+        return McpNotInitializedError(self.server_name, reason, tool_name=tool_name, by_caller=True)
 
     # -- sending (in _sending) ----------------------------------------------------------
 
