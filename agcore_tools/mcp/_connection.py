@@ -160,7 +160,12 @@ class Connection:
         """``_meta`` sent with later requests (a log level set on a 2026-07-28 session)."""
         self.chosen_log_level: str | None = None
         """The level ``set_log_level()`` chose on an earlier connection: sent again, off
-        the start-up deadline, once a handshake-era server is up (see _log_restore)."""
+        the start-up deadline, once a handshake-era server is up (see _log_restore).
+        A ``set_log_level()`` meanwhile updates it, so the latest level is sent."""
+        self.level_lock = asyncio.Lock()
+        """Held while ``logging/setLevel`` is sent and answered (the session's, shared
+        with ``set_log_level()``): one level at a time, so the last chosen is the last
+        the server gets."""
         self.watchdog = Watchdog()
         """The time bound of the tool calls sent on this connection."""
         self.deadline = math.inf
@@ -482,15 +487,19 @@ class Connection:
             retried = self._startup.first_try is not None
             _handshake.connected(settings, client, self.child, mode, retried)
             self._ready.set()
-            if (level := self.chosen_log_level) is not None and needs_restore(client):
+            if self.chosen_log_level is not None and needs_restore(client):
                 seconds, mask = settings.timeout, self.secrets.mask
-                tasks.start_soon(restore_log_level, client, level, seconds, name, mask)
+                level, lock = self._chosen_level, self.level_lock
+                tasks.start_soon(restore_log_level, client, level, lock, seconds, name, mask)
             interval = settings.recovery.ping_interval if settings.recovery is not None else None
             del settings  # while it serves, this task must not keep the client alive
             if interval is not None:
                 tasks.start_soon(self._keep_alive, interval)
             await self._stop.wait()
             tasks.cancel_scope.cancel()
+
+    def _chosen_level(self) -> str | None:
+        return self.chosen_log_level
 
     def _handler(self, what: str) -> Any:
         """The client's handler ``what`` now (None once the client is gone)."""

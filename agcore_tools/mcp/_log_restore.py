@@ -4,11 +4,14 @@ handshake-era connection: a new session starts at the server's default level.
 It is sent by a task of the connection, once the connection is up, with a time bound
 of its own: a server slow to answer ``logging/setLevel`` must not make a reconnect
 (and the call waiting on it) wait for it or time out. The task ends with the
-connection, which cancels it if it still waits.
+connection, which cancels it if it still waits. It sends the level chosen when it
+sends, under a lock ``set_log_level()`` holds while it sends its own: a level the app
+chose during a reconnect is the server's last, never the one it replaced.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -32,30 +35,43 @@ def needs_restore(client: Client) -> bool:
 
 
 async def restore_log_level(
-    client: Client, level: str, seconds: float, server_name: str, mask: Callable[[str], str]
+    client: Client,
+    level: Callable[[], str | None],
+    lock: asyncio.Lock,
+    seconds: float,
+    server_name: str,
+    mask: Callable[[str], str],
 ) -> None:
-    """Send ``logging/setLevel`` with ``level``, waiting at most ``seconds`` for the
-    answer; a failure is logged at WARNING (masked with ``mask``), never raised, since
-    it must not end the connection it runs in."""
+    """Send ``logging/setLevel`` with the level chosen now (``level()``), under ``lock``
+    (which ``set_log_level()`` holds while it sends its own, so the latest level is the
+    last the server gets), waiting at most ``seconds`` for the lock and the answer; a
+    failure is logged at WARNING (masked with ``mask``), never raised, since it must not
+    end the connection it runs in."""
     import anyio
     import mcp_types as types
 
-    request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))  # type: ignore[arg-type]
+    chosen = level()
     try:
         with anyio.fail_after(seconds):
-            await client.session.send_request(request, types.EmptyResult)
+            async with lock:
+                chosen = level()  # a set_log_level() that held the lock may have changed it
+                if chosen is None:
+                    return
+                params = types.SetLevelRequestParams(level=chosen)  # type: ignore[arg-type]
+                request = types.SetLevelRequest(params=params)
+                await client.session.send_request(request, types.EmptyResult)
     except TimeoutError:
         logger.warning(
             "MCP server '%s': did not answer logging/setLevel within %g s after reconnecting; "
             "its log level may be its default, not '%s'",
             server_name,
             seconds,
-            level,
+            chosen,
         )
     except Exception as exc:  # noqa: BLE001 - logged, not raised: the connection goes on
         logger.warning(
             "MCP server '%s': could not set its log level to '%s' again after reconnecting: %s",
             server_name,
-            level,
+            chosen,
             mask(describe(exc)),
         )

@@ -104,6 +104,9 @@ class Session:
         """The level the last ``set_log_level()`` chose, asked for again by each new
         handshake-era connection (which starts at the server's default)."""
         self._connect_lock = asyncio.Lock()
+        self.level_lock = asyncio.Lock()
+        """Held while ``logging/setLevel`` is sent: by ``set_log_level()``, and by each
+        connection's re-send of the chosen level (see _log_restore)."""
         # The restarts waiting out their backoff: close() wakes them, so a caller
         # waiting for a restart learns of the close at once, not after the backoff.
         self._backoffs: set[asyncio.Future[None]] = set()
@@ -160,7 +163,7 @@ class Session:
                 self.secrets = SentSecrets(self.settings.transport)
             # A weak method: the connection's tasks must not keep the client alive.
             conn = Connection(self.settings, weak_method(self._tools_changed), self.secrets)
-            conn.chosen_log_level = self.chosen_log_level
+            conn.chosen_log_level, conn.level_lock = self.chosen_log_level, self.level_lock
             self.conn, self.failed = conn, None
             self._tracked.follow(conn, self.loop)
             try:
@@ -458,6 +461,7 @@ class Session:
             # locks may belong to that loop, so this one gets fresh ones.
             self.conn = None
             self._connect_lock = asyncio.Lock()
+            self.level_lock = asyncio.Lock()
             if self.tools is not None:
                 self.tools.new_loop()
         self.loop = running

@@ -80,11 +80,18 @@ async def set_log_level(session: Session, level: str) -> None:
 
     await require_capability(session, "logging/setLevel", "logging")
     request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))  # type: ignore[arg-type]
-    await session.send(
-        "logging/setLevel",
-        lambda c, _meta: c.session.send_request(request, types.EmptyResult),
-    )
-    session.settings.log_level = session.chosen_log_level = level
+    # Under the lock a reconnect's re-send of the chosen level takes too: sent while
+    # that one waited for its answer, this level could reach the server first, and the
+    # old level be its last. The re-send reads the level once it has the lock.
+    async with session.level_lock:
+        await session.send(
+            "logging/setLevel",
+            lambda c, _meta: c.session.send_request(request, types.EmptyResult),
+        )
+        session.settings.log_level = session.chosen_log_level = level
+        current = session.conn
+        if current is not None:
+            current.chosen_log_level = level
 
 
 async def notify_roots_changed(session: Session) -> bool:

@@ -98,6 +98,28 @@ async def test_a_chosen_log_level_is_asked_for_again_after_a_restart(protocol: s
     await assert_no_stray_tasks()
 
 
+async def test_a_level_chosen_while_a_restart_resends_the_old_one_is_the_servers_last(
+    tmp_path: Path,
+) -> None:
+    # The restart's re-send of 'error' is held by the server until another setLevel
+    # arrives. It was sent beside set_log_level('warning'), so 'warning' took effect
+    # first and 'error', the level the app had replaced, was the server's last.
+    mode = tmp_path / "set_level"
+    transport = fixture_stdio(env={"FIXTURE_SET_LEVEL_FILE": str(mode)})
+    logs = Logs()
+    client = McpClient("fixture", transport, protocol="legacy", on_log=logs, timeout=15)
+    async with client:
+        await client.set_log_level("error")
+        mode.write_text("hold:error")
+        with pytest.raises(McpError):
+            await client.call_tool("die", {"code": 3})
+        # Starts it again; its re-send of 'error' is held (for 5 s at most).
+        assert await client.call_tool("echo", {"text": "up"}) == "up"
+        await asyncio.wait_for(client.set_log_level("warning"), 30)
+        assert await logs.levels_of(client) == ["warning", "error"]
+    await assert_no_stray_tasks()
+
+
 class Warnings(logging.Handler):
     """Keeps the WARNINGs of ``agcore_tools.mcp`` about the log level (not the one
     about the connection lost); wakes a waiter at the first."""

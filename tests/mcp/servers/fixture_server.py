@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -640,13 +641,27 @@ def _set_level_mode() -> str:
     return Path(path).read_text() if path and Path(path).exists() else ""
 
 
+set_level_arrived = asyncio.Event()  # hold:LEVEL mode: another setLevel arrived
+
+
 async def on_set_level(ctx: object, params: SetLevelRequestParams) -> EmptyResult:
     """Set the level; once a test has written ``hang`` (or ``fail``) into the file named
-    by FIXTURE_SET_LEVEL_FILE, never answer (or refuse, quoting API_TOKEN) instead."""
+    by FIXTURE_SET_LEVEL_FILE, never answer (or refuse, quoting API_TOKEN) instead. With
+    ``hold:LEVEL``, a setLevel to LEVEL waits (at most 5 s) for another setLevel to
+    arrive and take effect, and takes effect after it."""
     global log_level
     mode = _set_level_mode()
     if mode == "hang":
         await asyncio.Event().wait()
+    if mode.startswith("hold:"):
+        if params.level == mode.removeprefix("hold:"):
+            # None came within 5 s: this one takes effect now.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(set_level_arrived.wait(), 5)
+        else:
+            log_level = params.level
+            set_level_arrived.set()
+            return EmptyResult()
     if mode == "fail":
         raise MCPError(0, f"level refused for {os.environ.get('API_TOKEN', '-')}")
     log_level = params.level
