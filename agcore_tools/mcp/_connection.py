@@ -160,12 +160,9 @@ class Connection:
         """``_meta`` sent with later requests (a log level set on a 2026-07-28 session)."""
         self.chosen_log_level: str | None = None
         """The level ``set_log_level()`` chose on an earlier connection: sent again, off
-        the start-up deadline, once a handshake-era server is up (see _log_restore).
-        A ``set_log_level()`` meanwhile updates it, so the latest level is sent."""
+        the start-up deadline, once a handshake-era server is up (see _log_restore)."""
         self.level_lock = asyncio.Lock()
-        """Held while ``logging/setLevel`` is sent and answered (the session's, shared
-        with ``set_log_level()``): one level at a time, so the last chosen is the last
-        the server gets."""
+        """The session's, held while ``logging/setLevel`` is sent (see _log_restore)."""
         self.watchdog = Watchdog()
         """The time bound of the tool calls sent on this connection."""
         self.deadline = math.inf
@@ -489,7 +486,7 @@ class Connection:
             self._ready.set()
             if self.chosen_log_level is not None and needs_restore(client):
                 seconds, mask = settings.timeout, self.secrets.mask
-                level, lock = self._chosen_level, self.level_lock
+                level, lock = lambda: self.chosen_log_level, self.level_lock
                 tasks.start_soon(restore_log_level, client, level, lock, seconds, name, mask)
             interval = settings.recovery.ping_interval if settings.recovery is not None else None
             del settings  # while it serves, this task must not keep the client alive
@@ -497,9 +494,6 @@ class Connection:
                 tasks.start_soon(self._keep_alive, interval)
             await self._stop.wait()
             tasks.cancel_scope.cancel()
-
-    def _chosen_level(self) -> str | None:
-        return self.chosen_log_level
 
     def _handler(self, what: str) -> Any:
         """The client's handler ``what`` now (None once the client is gone)."""
