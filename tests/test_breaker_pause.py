@@ -4,6 +4,8 @@ decides nothing, and its resume is let through by its call id and decides."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from typing import Any, ClassVar
 
 from agcore_tools import (
@@ -13,6 +15,7 @@ from agcore_tools import (
     ToolContext,
     ToolPolicy,
     ToolRegistry,
+    ToolUnavailableError,
 )
 from agcore_tools._clock import CLOCK
 from agcore_tools.pending import CallPaused, RunningTask
@@ -121,5 +124,78 @@ async def test_a_paused_probes_resume_that_succeeds_closes_the_breaker() -> None
         assert resumed.output == "done"
         changes = [e for e in events if isinstance(e, ToolBreakerChanged)]
         assert [(e.call_id, e.state) for e in changes] == [("p1", "closed")]
+    finally:
+        CLOCK.reset(token)
+
+
+def test_one_probe_among_calls_from_many_threads_and_loops() -> None:
+    """A registry's breaker is shared by every thread and loop that calls its tool (as
+    its concurrency cap is): after the cool-down, of calls released at once from eight
+    threads, each running its own event loop, one is the probe and the rest are refused.
+    (With the GIL the check and the claim could not be split in practice; the lock
+    makes it so on any build.)"""
+    moment = [1000.0]
+    registry = ToolRegistry()
+    release = threading.Event()
+    ran: list[int] = []
+    ran_lock = threading.Lock()
+    answered = threading.Event()  # the seven calls other than the probe were refused
+
+    @registry.tool(policy=ToolPolicy(breaker=Breaker(failures=1, window=60, cool_down=10)))
+    def lookup(x: int) -> int:
+        """Look something up (sync: it waits in a worker thread)."""
+        if x < 0:
+            raise ConnectionError("service down")
+        with ran_lock:
+            ran.append(x)
+        assert release.wait(10)  # the probe runs until every other call was answered
+        return x
+
+    def call(x: int, barrier: threading.Barrier, refused: list[str]) -> None:
+        async def one() -> None:
+            token = CLOCK.set(lambda: moment[0])  # a thread does not inherit contexts
+            try:
+                barrier.wait(10)
+                await registry.invoke("lookup", {"x": x})
+            except ToolUnavailableError as exc:
+                with ran_lock:
+                    refused.append(str(exc))
+                    if len(refused) == 7:
+                        answered.set()
+            finally:
+                CLOCK.reset(token)
+
+        asyncio.run(one())
+
+    async def fail() -> None:
+        token = CLOCK.set(lambda: moment[0])
+        try:
+            await registry.invoke("lookup", {"x": -1})
+        finally:
+            CLOCK.reset(token)
+
+    token = CLOCK.set(lambda: moment[0])  # for unavailable_tools() in this thread
+    try:
+        started = time.monotonic()
+        for _ in range(20):
+            asyncio.run(fail())
+            assert registry.unavailable_tools() == ["lookup"]
+            moment[0] += 11.0  # the cool-down is over
+            ran.clear()
+            release.clear()
+            answered.clear()
+            barrier = threading.Barrier(8)
+            refused: list[str] = []
+            threads = [threading.Thread(target=call, args=(i, barrier, refused)) for i in range(8)]
+            for thread in threads:
+                thread.start()
+            answered.wait(10)  # bounded: two probes would leave six refusals
+            release.set()
+            for thread in threads:
+                thread.join(10)
+            assert len(ran) == 1, ran
+            assert len(refused) == 7 and all("probe" in r for r in refused)
+            assert registry.unavailable_tools() == []  # the probe succeeded
+        assert time.monotonic() - started < 60
     finally:
         CLOCK.reset(token)
