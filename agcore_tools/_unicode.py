@@ -39,7 +39,8 @@ def scrub(text: str) -> str:
 
 
 def scrub_json(value: Any) -> Any:
-    """``value`` (dicts, lists, strings) with every string scrubbed, keys included.
+    """``value`` (dicts, lists, tuples, strings) with every string scrubbed, keys
+    included.
 
     Unchanged parts are returned as they are, so a clean message is not copied.
 
@@ -59,4 +60,9 @@ def scrub_json(value: Any) -> Any:
         if all(a is b for a, b in zip(scrubbed, value, strict=True)):
             return value
         return scrubbed
+    if isinstance(value, tuple):  # a message's content an app gave as a tuple
+        parts = tuple(scrub_json(item) for item in value)
+        if all(a is b for a, b in zip(parts, value, strict=True)):
+            return value
+        return parts
     return value

@@ -14,12 +14,19 @@ authenticates (Azure included) and raises as ever; its ``extra_body`` merge puts
 list back at its key's place, so the body is byte for byte the one ``create`` would
 send. A list that is not plain JSON (a pydantic model, a tuple, an omitted key, a
 datetime somewhere inside) stays where it was, and the SDK transforms it as before.
+
+The same walk finds a lone surrogate in the lists' strings (in a message the app
+appended to ``cycle.messages`` itself, or in content given as a tuple): no request can
+encode one, so the messages holding one are sent with it as U+FFFD, the others as they
+are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from .._unicode import scrub_json
 
 __all__ = ["is_plain_json", "lighten", "without_unused_tool_options"]
 
@@ -56,6 +63,48 @@ def is_plain_json(value: Any) -> bool:
     return True
 
 
+def _inspect(value: Any) -> tuple[bool, bool]:
+    """Whether ``value`` is plain JSON (as :func:`is_plain_json`), and whether a string
+    in it holds a surrogate, looking through tuples too. Keys are not looked at: a
+    message's are the API's names."""
+    plain = True
+    strings: list[str] = []  # checked together at the end, in C
+    note = strings.append
+    stack = [value]
+    pop = stack.pop
+    extend = stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is str:
+            note(item)
+        elif kind is dict:
+            if plain:
+                for key in item:
+                    if type(key) is not str:
+                        plain = False
+                        break
+            extend(item.values())
+        elif kind is list:
+            extend(item)
+        elif kind is tuple:
+            plain = False
+            extend(item)
+        elif kind not in _SCALARS:
+            plain = False
+    # One join and one encode, which refuses any surrogate: a test of each string took
+    # longer. UTF-16 is the quickest (0.4 ms for 1.5 million characters of CJK text,
+    # UTF-8 1.5 ms, a regex search 8.6 ms); ASCII text is known so once joined.
+    joined = "".join(strings)
+    if joined.isascii():
+        return plain, False
+    try:
+        joined.encode("utf-16-le")
+    except UnicodeEncodeError:
+        return plain, True
+    return plain, False
+
+
 def lighten(params: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
     """``params`` with each plain-JSON list under ``keys`` moved into ``extra_body``.
 
@@ -70,14 +119,25 @@ def lighten(params: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
          'extra_body': {'messages': [{'role': 'user', 'content': 'hi'}], 'seed': 1}}
     """
     moved: dict[str, Any] = {}
+    scrubbed: dict[str, Any] = {}
     for key in keys:
         value = params.get(key)
-        if type(value) is list and value and is_plain_json(value):
+        if type(value) is not list or not value:
+            continue
+        plain, dirty = _inspect(value)
+        if dirty:
+            # A lone surrogate the history holds as the app put it there (a message it
+            # appended itself, a tuple's text), which no request can encode: sent as
+            # U+FFFD. Only the messages holding one are copied.
+            value = scrubbed[key] = scrub_json(value)
+            plain = is_plain_json(value)
+        if plain:
             moved[key] = value
     extra = params.get("extra_body")
     if not moved or (extra is not None and not isinstance(extra, Mapping)):
-        return params  # nothing to move, or an extra_body the SDK itself should refuse
-    sent = dict(params)
+        # Nothing to move, or an extra_body the SDK itself should refuse.
+        return {**params, **scrubbed} if scrubbed else params
+    sent = {**params, **scrubbed}
     for key in moved:
         sent[key] = []
     if extra is not None:

@@ -406,6 +406,31 @@ async def test_lone_surrogates_in_the_caller_s_text_are_sent_replaced(
     assert_encodes(cycle.messages)
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("entry", ["appended", "tuple"])
+async def test_lone_surrogates_the_app_put_in_the_history_itself_are_sent_replaced(
+    serve, make_cycle, api, entry
+):
+    # Before: a message appended to cycle.messages by the app (which no entry point
+    # sees), or content given as a tuple, holding a file name as os.listdir decodes it
+    # failed the request with LlmError: UnicodeEncodeError.
+    server = serve(S.reply_text("seen"))
+    cycle = make_cycle(server, api=api)
+    clean = {"role": "user", "content": "Hello"}
+    cycle.messages.append(clean)
+    cycle.messages.append({"role": "assistant", "content": "Hi"})
+    if entry == "appended":
+        cycle.messages.append({"role": "user", "content": f"Open {LISTED}"})
+        response = await cycle.submit_messages([])
+    else:
+        parts = ({"type": "text", "text": f"Open {LISTED}"},)
+        response = await cycle.submit_messages([{"role": "user", "content": parts}])
+    assert response.text == "seen"
+    sent = json.dumps(server.requests[0].json, ensure_ascii=False)
+    assert "caf\ufffd.txt" in sent and "\udce9" not in sent
+    assert cycle.messages[0] is clean  # a clean message is neither copied nor changed
+
+
 async def test_lone_surrogates_in_the_model_s_own_message_are_replaced(serve, make_cycle):
     registry, _ = hostile_registry()
     server = serve(
