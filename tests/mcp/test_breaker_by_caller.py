@@ -3,6 +3,7 @@ close()) is its own mistake, which no breaker counts; a server that is down stil
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import pytest
@@ -66,3 +67,19 @@ async def test_a_server_that_failed_to_start_still_opens_the_breaker() -> None:
     assert isinstance(down.error, McpNotInitializedError) and not down.error.by_caller
     assert registry.unavailable_tools() == ["echo"]
     await client.close()
+
+
+def test_a_call_after_the_connecting_loop_ended_does_not_open_the_breaker() -> None:
+    # asyncio.run(client.connect()) leaves a connection that ended with its loop: the
+    # app's mistake, as a call before connect() is.
+    client = McpClient("fixture", StdioTransport(sys.executable, [str(FIXTURE)]), timeout=15)
+    registry = _echo(client)
+    asyncio.run(client.connect())
+
+    async def call() -> None:
+        [late] = await registry.invoke_all([("echo", {"text": "hi"})])
+        assert isinstance(late.error, McpNotInitializedError) and late.error.by_caller
+        assert registry.unavailable_tools() == []
+        await client.close()
+
+    asyncio.run(call())
