@@ -104,18 +104,34 @@ async def test_a_level_chosen_while_a_restart_resends_the_old_one_is_the_servers
     # The restart's re-send of 'error' is held by the server until another setLevel
     # arrives. It was sent beside set_log_level('warning'), so 'warning' took effect
     # first and 'error', the level the app had replaced, was the server's last.
+    # No wait on the fixed code: once set_log_level() waits for the lock the re-send
+    # holds, the test releases the held re-send itself.
     mode = tmp_path / "set_level"
     transport = fixture_stdio(env={"FIXTURE_SET_LEVEL_FILE": str(mode)})
     logs = Logs()
     client = McpClient("fixture", transport, protocol="legacy", on_log=logs, timeout=15)
+    waiting = asyncio.Event()
+
+    class Watched(asyncio.Lock):
+        async def acquire(self) -> bool:
+            if self.locked():
+                waiting.set()
+            return await super().acquire()
+
+    client._session.level_lock = Watched()
     async with client:
         await client.set_log_level("error")
         mode.write_text("hold:error")
         with pytest.raises(McpError):
             await client.call_tool("die", {"code": 3})
-        # Starts it again; its re-send of 'error' is held (for 5 s at most).
+        # Starts it again; its re-send of 'error' is held until released.
         assert await client.call_tool("echo", {"text": "up"}) == "up"
-        await asyncio.wait_for(client.set_log_level("warning"), 30)
+        chosen = asyncio.ensure_future(client.set_log_level("warning"))
+        waited = asyncio.ensure_future(waiting.wait())
+        await asyncio.wait([chosen, waited], timeout=30, return_when=asyncio.FIRST_COMPLETED)
+        waited.cancel()
+        mode.write_text("release")
+        await asyncio.wait_for(chosen, 30)
         assert await logs.levels_of(client) == ["warning", "error"]
     await assert_no_stray_tasks()
 

@@ -647,17 +647,21 @@ set_level_arrived = asyncio.Event()  # hold:LEVEL mode: another setLevel arrived
 async def on_set_level(ctx: object, params: SetLevelRequestParams) -> EmptyResult:
     """Set the level; once a test has written ``hang`` (or ``fail``) into the file named
     by FIXTURE_SET_LEVEL_FILE, never answer (or refuse, quoting API_TOKEN) instead. With
-    ``hold:LEVEL``, a setLevel to LEVEL waits (at most 5 s) for another setLevel to
-    arrive and take effect, and takes effect after it."""
+    ``hold:LEVEL``, a setLevel to LEVEL waits for another setLevel to arrive and take
+    effect, or for the test to write ``release`` into the file (5 s at most), and takes
+    effect after it."""
     global log_level
     mode = _set_level_mode()
     if mode == "hang":
         await asyncio.Event().wait()
     if mode.startswith("hold:"):
         if params.level == mode.removeprefix("hold:"):
-            # None came within 5 s: this one takes effect now.
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(set_level_arrived.wait(), 5)
+            # Released by the test, or none came within 5 s: this one takes effect now.
+            for _ in range(100):
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(set_level_arrived.wait(), 0.05)
+                if set_level_arrived.is_set() or _set_level_mode() == "release":
+                    break
         else:
             log_level = params.level
             set_level_arrived.set()
