@@ -118,10 +118,10 @@ async def execute(
         own = ends = None
     if guard is not None:
         if own is None or ends is None:
-            await guard.admit(ctx, deadline)  # refusals raise, as a permission's do
+            await guard.admit(ctx, deadline, args)  # refusals raise, as a permission's do
         else:
             try:
-                await with_timeout(guard.admit(ctx, ends), own)
+                await with_timeout(guard.admit(ctx, ends, args), own)
             except TimeoutError as exc:  # out of time waiting for a concurrency slot
                 # A failure of the call, recorded as one that ran out of time running
                 # is (invoke() raises only what refuses a call), as guarded() does.
@@ -213,7 +213,9 @@ async def execute(
         # breaker.
         assert began is not None
         paused = error is None and isinstance(output, CallPaused)
-        guard.release(ctx, error, ended=began[0], thread=unfinished(threads), paused=paused)
+        guard.release(
+            ctx, error, ended=began[0], thread=unfinished(threads), paused=paused, args=args
+        )
     if ctx.listening:  # a helper thread's late report must not follow the call's end
         end_reports(ctx)
     if cached:  # answered, not executed: no call in the stats, nothing took effect

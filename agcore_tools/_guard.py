@@ -24,7 +24,7 @@ from ._clock import DEADLINE, now
 from ._context import ToolContext, announce
 from ._progress import ToolBreakerChanged
 from ._slots import Slots
-from ._text import in_pieces, is_large
+from ._text import args_digest, in_pieces, is_large
 from .error import (
     InvalidArgumentsError,
     McpError,
@@ -70,7 +70,9 @@ class _BreakerState:
     the cache. Calls are told apart by their context object (one per call). A call that
     paused (an MCP task still running, a question to the user) decides nothing, and its
     resume, known by its call id, is let through whatever the state: refused, the
-    task's result would be lost. A probe's resume decides as the probe would have.
+    task's result would be lost. A probe's resume decides as the probe would have. The
+    resume runs the same call: a call with that id but other arguments is a new one
+    (call ids are not unique across conversations).
 
     A registry is shared by every thread and loop that uses it, so each change is made
     under a lock: two calls at once cannot both become the probe."""
@@ -96,9 +98,9 @@ class _BreakerState:
         """The call let through half-open, while it runs."""
         self.last_probe: object | None = None
         """The probe that ended without an outcome: its timeout may still be told."""
-        self.paused: OrderedDict[str, bool] = OrderedDict()
+        self.paused: OrderedDict[str, tuple[bool, bytes]] = OrderedDict()
         """The call ids of calls that paused, the most recent last: whether each was the
-        probe."""
+        probe, and its arguments' digest."""
         self.resumed: list[tuple[object, bool]] = []
         """The resumes of paused calls running now: their context, and whether it was the
         probe that paused."""
@@ -107,10 +109,14 @@ class _BreakerState:
     def hidden(self, moment: float) -> bool:
         return self.state == "open" and moment < self.reopens
 
-    def admit(self, name: str, moment: float, caller: object, call_id: str | None = None) -> None:
+    def admit(
+        self, name: str, moment: float, caller: object, call_id: str | None = None, args: Any = None
+    ) -> None:
         with self._lock:
-            if self.paused and call_id is not None and call_id in self.paused:
-                self.resumed.append((caller, self.paused.pop(call_id)))
+            ticket = self.paused.get(call_id) if self.paused and call_id is not None else None
+            if ticket is not None and ticket[1] == args_digest(args):
+                del self.paused[call_id]  # type: ignore[arg-type]
+                self.resumed.append((caller, ticket[0]))
                 return
             if self.state == "closed":
                 return
@@ -137,16 +143,16 @@ class _BreakerState:
         moment: float,
         caller: object,
         *,
-        paused: str | None = None,
+        paused: tuple[str, bytes] | None = None,
     ) -> BreakerState | None:
         """Note the end of ``caller``'s call (``failed`` None: it did not run to an
-        end; ``paused``: the call id of a call that paused); the new state, if
-        changed."""
+        end; ``paused``: the call id and arguments' digest of a call that paused); the
+        new state, if changed."""
         with self._lock:
             return self._record(failed, moment, caller, paused)
 
     def _record(
-        self, failed: bool | None, moment: float, caller: object, paused: str | None
+        self, failed: bool | None, moment: float, caller: object, paused: tuple[str, bytes] | None
     ) -> BreakerState | None:
         was_probe = caller is self.probe
         resumed = next((i for i, (c, _) in enumerate(self.resumed) if c is caller), None)
@@ -155,7 +161,7 @@ class _BreakerState:
         elif was_probe:
             self.probe = None
         if paused is not None and failed is None:
-            self.paused[paused] = was_probe
+            self.paused[paused[0]] = (was_probe, paused[1])
             while len(self.paused) > _PAUSED_KEPT:
                 self.paused.popitem(last=False)
             return None
@@ -278,14 +284,14 @@ class Guard:
         breaker = self.breaker
         return breaker is not None and breaker.hidden(now())
 
-    async def admit(self, ctx: ToolContext, deadline: float | None) -> None:
+    async def admit(self, ctx: ToolContext, deadline: float | None, args: Any = None) -> None:
         """Let a call start, or raise :class:`ToolUnavailableError`: breaker, then rate
         (waiting its turn until ``deadline``, on the library's clock), then concurrency.
         Once it returns, :meth:`release` must follow. A call stopped before it returns
         (cancelled, or out of time waiting for a slot) gives its rate turn back."""
         breaker = self.breaker
         if breaker is not None:
-            breaker.admit(self.name, now(), ctx, ctx.call_id)
+            breaker.admit(self.name, now(), ctx, ctx.call_id, args)
         turn = False
         try:
             if self._rate_store is not None:
@@ -479,6 +485,7 @@ class Guard:
         ended: bool = True,
         thread: Future[Any] | None = None,
         paused: bool = False,
+        args: Any = None,
     ) -> None:
         """End an admitted call: free its slot, and tell the breaker how it went
         (``ended=False`` for a call cancelled before it could end; ``paused`` for one
@@ -506,7 +513,8 @@ class Guard:
         if paused:
             # Its task runs on: neither a success nor a failure yet. Without a call id
             # its resume cannot be known: it decides nothing, as a call cancelled.
-            changed = breaker.record(None, now(), ctx, paused=call_id)
+            ticket = None if call_id is None else (call_id, args_digest(args))
+            changed = breaker.record(None, now(), ctx, paused=ticket)
         else:
             changed = breaker.record(failed, now(), ctx)
         if changed is not None:

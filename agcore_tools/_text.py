@@ -10,6 +10,7 @@ approval requests copy a call's arguments with it.
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, is_dataclass
 from typing import Any, TypeVar
@@ -383,3 +384,20 @@ def own_copy(value: Any) -> Any:
             else:
                 target[key] = copy.deepcopy(item)
     return root
+
+
+def args_digest(args: Any) -> bytes:
+    """A digest of a call's arguments (ASCII JSON, so any text encodes; their repr
+    when not JSON): a paused call's resume is the same call (see ``_guard``).
+
+    Example:
+        >>> args_digest({"b": 1, "a": "x"}) == args_digest({"a": "x", "b": 1})
+        True
+    """
+    import json  # on first need, as above
+
+    try:
+        text = json.dumps(args, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        text = repr(args)
+    return hashlib.sha256(text.encode("ascii", "backslashreplace")).digest()

@@ -176,7 +176,8 @@ class Breaker:
     through (*half-open*): its success closes the breaker, its failure opens it again
     (a probe with bad arguments, or refused, decides nothing: the next call probes). A
     call that pauses (an MCP task still running) decides nothing either; its resume,
-    known by its call id, is let through whatever the state, and a probe's decides.
+    known by its call id and arguments, is let through whatever the state, and a
+    probe's decides.
     A failure is a call that ran and failed (it raised, timed out, or its server
     failed), or an MCP call its server could not take (down, or refusing the client's
     credentials); bad arguments and other refusals do not count. Changes are logged

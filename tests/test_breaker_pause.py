@@ -18,6 +18,7 @@ from agcore_tools import (
     ToolUnavailableError,
 )
 from agcore_tools._clock import CLOCK
+from agcore_tools._text import args_digest
 from agcore_tools.pending import CallPaused, RunningTask
 
 
@@ -38,9 +39,12 @@ class Job(BaseTool):
 
     def __init__(self, gate: dict[str, asyncio.Event]) -> None:
         self.gate = gate
+        self.resumes: dict[str, str] = {}
+        """The mode a call's resume runs in, by call id: a resume is the same call, its
+        arguments unchanged (as a ResumableTool's ``resume_next`` is told)."""
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        mode = args["mode"]
+        mode = self.resumes.pop(ctx.call_id or "", args["mode"])
         if mode == "fail":
             raise ConnectionError("service down")
         if mode == "pause":
@@ -52,8 +56,10 @@ class Job(BaseTool):
         return "done"
 
 
-def _job(registry: ToolRegistry, gate: dict[str, asyncio.Event]) -> None:
-    registry.register(Job(gate))
+def _job(registry: ToolRegistry, gate: dict[str, asyncio.Event]) -> Job:
+    job = Job(gate)
+    registry.register(job)
+    return job
 
 
 async def _open(registry: ToolRegistry, moment: list[float]) -> None:
@@ -88,7 +94,7 @@ async def test_a_paused_probes_resume_goes_through_while_another_probes_and_deci
     try:
         registry = ToolRegistry()
         gate = {"held": asyncio.Event(), "hold": asyncio.Event()}
-        _job(registry, gate)
+        job = _job(registry, gate)
         await _open(registry, moment)
         [paused] = await registry.invoke_all([("job", {"mode": "pause"}, "p1")])
         assert isinstance(paused.output, CallPaused)
@@ -99,7 +105,8 @@ async def test_a_paused_probes_resume_goes_through_while_another_probes_and_deci
         assert "probe" in str(busy.error)  # a new call is still refused
         # The paused probe's resume is let through (it was refused: its result lost),
         # and decides: its task failed, so the breaker opens again.
-        [resumed] = await registry.invoke_all([("job", {"mode": "fail"}, "p1")])
+        job.resumes["p1"] = "fail"
+        [resumed] = await registry.invoke_all([("job", {"mode": "pause"}, "p1")])
         assert "ConnectionError" in str(resumed.error)
         assert registry.unavailable_tools() == ["job"]
         gate["hold"].set()
@@ -114,13 +121,14 @@ async def test_a_paused_probes_resume_that_succeeds_closes_the_breaker() -> None
     token = CLOCK.set(lambda: moment[0])
     try:
         registry = ToolRegistry()
-        _job(registry, {})
+        job = _job(registry, {})
         events: list[Any] = []
         ctx = ToolContext(on_event=events.append)
         await _open(registry, moment)
         await registry.invoke_all([("job", {"mode": "pause"}, "p1")], ctx=ctx)
         assert not events  # the pause decided nothing
-        [resumed] = await registry.invoke_all([("job", {"mode": "ok"}, "p1")], ctx=ctx)
+        job.resumes["p1"] = "ok"
+        [resumed] = await registry.invoke_all([("job", {"mode": "pause"}, "p1")], ctx=ctx)
         assert resumed.output == "done"
         changes = [e for e in events if isinstance(e, ToolBreakerChanged)]
         assert [(e.call_id, e.state) for e in changes] == [("p1", "closed")]
@@ -199,3 +207,32 @@ def test_one_probe_among_calls_from_many_threads_and_loops() -> None:
         assert time.monotonic() - started < 60
     finally:
         CLOCK.reset(token)
+
+
+async def test_a_fresh_call_reusing_a_paused_calls_id_is_refused_while_open() -> None:
+    # Call ids are not unique across conversations (a provider that numbers them, an
+    # app's own): a paused call's id let any call with that id through an open breaker.
+    # Its resume is the same call, with the same arguments, and still goes through.
+    moment = [1000.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        registry = ToolRegistry()
+        _job(registry, {})
+        [paused] = await registry.invoke_all([("job", {"mode": "pause"}, "call_0")])
+        assert isinstance(paused.output, CallPaused)
+        await registry.invoke_all(
+            [("job", {"mode": "fail"}, "f1"), ("job", {"mode": "fail"}, "f2")]
+        )
+        [fresh] = await registry.invoke_all([("job", {"mode": "ok"}, "call_0")])
+        assert isinstance(fresh.error, ToolUnavailableError) and fresh.output is None
+        [resumed] = await registry.invoke_all([("job", {"mode": "pause"}, "call_0")])
+        assert resumed.error is None and isinstance(resumed.output, CallPaused)
+    finally:
+        CLOCK.reset(token)
+
+
+def test_the_digest_of_a_calls_arguments_takes_any_arguments() -> None:
+    # A lone surrogate from the model's JSON, a value that is not JSON, mixed keys.
+    assert args_digest({"a": "caf\udce9"}) != args_digest({"a": "caf\ufffd"})
+    assert len(args_digest({"when": object()})) == 32
+    assert len(args_digest({1: "a", "b": 2})) == 32
