@@ -171,6 +171,7 @@ class _BreakerState:
             if failed is None:
                 self.last_probe = caller
                 return None
+            self.probe = None  # a probe running meanwhile is one of a phase now over
         elif was_probe:
             if failed is None:
                 self.last_probe = caller

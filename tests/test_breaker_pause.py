@@ -112,6 +112,9 @@ async def test_a_paused_probes_resume_goes_through_while_another_probes_and_deci
         gate["hold"].set()
         [held] = await asyncio.wait_for(other, 10)
         assert held.output == "done"
+        # The other probe's half-open phase ended with the resume's verdict: its late
+        # success decides nothing, as a call's that ends after the breaker opened.
+        assert registry.unavailable_tools() == ["job"]
     finally:
         CLOCK.reset(token)
 
