@@ -714,3 +714,18 @@ def test_same_named_tests_in_classes_get_their_own_cassettes(tmp_path: Path) -> 
     ]
     out = _pytest(tmp_path, "Hi", "--record-mode=none", test=CLASS_TESTS)
     assert "3 passed" in out, out
+
+
+def test_a_replayed_mcp_error_of_the_apps_own_making_stays_one() -> None:
+    # A call before connect() is no failure to a breaker (by_caller); replayed, it was
+    # one, so the replay's breaker could open where the recording's had not.
+    from agcore_tools.testing._tape_mcp import decode_error, encode_error
+
+    mistake = McpNotInitializedError("demo", "not connected", tool_name="t", by_caller=True)
+    again = decode_error("demo", "t", json.loads(json.dumps(encode_error(mistake))))
+    assert isinstance(again, McpNotInitializedError) and again.by_caller
+    down = McpNotInitializedError("demo", "start-up failed", tool_name="t")
+    recorded = encode_error(down)
+    assert "by_caller" not in recorded  # the other errors are recorded as before
+    again = decode_error("demo", "t", recorded)
+    assert isinstance(again, McpNotInitializedError) and not again.by_caller

@@ -97,8 +97,9 @@ _MCP_ERRORS: dict[str, type[McpError]] = {
 
 
 def encode_error(exc: McpError) -> dict[str, Any]:
-    """An MCP error as JSON: its class and message, and the fields the loop reads."""
-    return {
+    """An MCP error as JSON: its class and message, and the fields the loop (and a
+    breaker: ``by_caller``, kept only when true) reads."""
+    encoded = {
         "type": type(exc).__name__,
         "message": str(exc),
         "reason": exc.reason,
@@ -107,6 +108,9 @@ def encode_error(exc: McpError) -> dict[str, Any]:
         "status_code": exc.status_code,
         "retry_after": exc.retry_after,
     }
+    if isinstance(exc, McpNotInitializedError) and exc.by_caller:
+        encoded["by_caller"] = True
+    return encoded
 
 
 def decode_error(server: str, tool: str, error: Mapping[str, Any]) -> ToolError:
@@ -123,6 +127,8 @@ def decode_error(server: str, tool: str, error: Mapping[str, Any]) -> ToolError:
     rebuilt.may_have_run = error["may_have_run"]
     rebuilt.status_code = error["status_code"]
     rebuilt.retry_after = error["retry_after"]
+    if isinstance(rebuilt, McpNotInitializedError):
+        rebuilt.by_caller = bool(error.get("by_caller"))
     return rebuilt
 
 
