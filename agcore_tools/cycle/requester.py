@@ -258,7 +258,17 @@ class OpenAIRequester(Requester):
             *_query_secrets(params.get("extra_query")),
         ]
 
-    def _redact(self, params: Mapping[str, Any], text: str) -> str:
+    def redact(self, params: Mapping[str, Any], text: str) -> str:
+        """``text`` with what a server may echo of this client's secrets (its API key,
+        header values, its base URL's and the request ``params``' query secrets) shown
+        as ``***``: for an error or log line made of a server's answer.
+
+        Example:
+            >>> from openai import AsyncOpenAI
+            >>> requester = OpenAIRequester(AsyncOpenAI(api_key="sk-S3CRET-0123456789"))
+            >>> requester.redact({}, "bad key sk-S3CRET-0123456789")
+            'bad key ***'
+        """
         return mask(text, secret_values(self._secrets(params)))
 
     async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
@@ -275,7 +285,7 @@ class OpenAIRequester(Requester):
         wire, builder = turn.wire, turn.builder
         retries = config.retries
         # A server (a proxy, a gateway) may echo the bearer token in its error's body.
-        redact = functools.partial(self._redact, turn.params)
+        redact = functools.partial(self.redact, turn.params)
         retry = RetryPolicy(retries.max_retries, retries.initial_delay, retries.max_delay, redact)
         completions, params = wire.request(self._sender, turn.params)
         # 1. Retries cover the request up to the first chunk; never a started stream.

@@ -20,6 +20,7 @@ from temporalio.converter import PayloadConverter
 from temporalio.exceptions import ApplicationError
 
 from .._execute import run_one
+from .._masked_error import masked_error
 from .._returns import UNWRAPS
 from .._sandbox import MontySandbox
 from .._unicode import scrub_json
@@ -28,6 +29,7 @@ from ..calls import rule_verdict
 from ..cycle._wire_responses import ResponsesWire
 from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
+from ..cycle.requester import OpenAIRequester
 from ..error import (
     ApprovalError,
     ClientTypeError,
@@ -234,6 +236,9 @@ class ToolActivities:
         self.registry = registry
         """The tools this worker runs."""
         self._requester = client.with_options(max_retries=0) if client is not None else None
+        # Masks what a server echoes of the client's secrets (a proxy's 401 quoting the
+        # bearer token): an activity's failure, its causes too, is stored in the history.
+        self._secrets = OpenAIRequester(client) if client is not None else None
         self._options = dict(options or {})
         self.max_result_bytes = max_result_bytes
         """Most bytes of a tool result's payload an activity returns (its JSON as the
@@ -493,7 +498,7 @@ class ToolActivities:
         unsent, not retried."""
         from openai import APIStatusError, OpenAIError
 
-        assert self._requester is not None  # only offered with a client
+        assert self._requester is not None and self._secrets is not None  # with a client
         wire = wire_for(_wire_config(request))
         parameters = request.parameters()
         if request.api == "responses":
@@ -502,20 +507,26 @@ class ToolActivities:
             except LlmConfigError as exc:
                 raise ApplicationError(str(exc), type=CONFIG_REFUSED, non_retryable=True) from exc
         resource, params = wire.request(self._requester, parameters)
+        secrets = self._secrets
+
+        def redact(text: str) -> str:
+            return secrets.redact(parameters, text)
+
         try:
             raw = await resource.with_raw_response.create(**params)
             body: dict[str, Any] = json.loads(raw.http_response.content)
         except APIStatusError as exc:
             final = 400 <= exc.status_code < 500 and exc.status_code not in _RETRYABLE_STATUS
             raise ApplicationError(
-                f"{wire.name} request failed: {type(exc).__name__}: {exc}",
+                redact(f"{wire.name} request failed: {type(exc).__name__}: {exc}"),
                 type=MODEL_REFUSED if final else type(exc).__name__,
                 non_retryable=final,
-            ) from exc
+            ) from masked_error(exc, redact)
         except (OpenAIError, ValueError) as exc:
             raise ApplicationError(
-                f"{wire.name} request failed: {type(exc).__name__}: {exc}", type=type(exc).__name__
-            ) from exc
+                redact(f"{wire.name} request failed: {type(exc).__name__}: {exc}"),
+                type=type(exc).__name__,
+            ) from masked_error(exc, redact)
         return body
 
 

@@ -502,3 +502,42 @@ async def test_every_attempt_of_a_call_sends_the_same_idempotency_key() -> None:
         done = await env.run(activities.call_tool, call("charge", amount=5))
         assert done.value() == "charged"
     assert keys == ["order-77:c1", "order-77:c1"]
+
+
+async def test_a_key_a_proxy_echoes_never_reaches_the_runs_history() -> None:
+    # A gateway echoing the bearer token in its 401 (or 500) body: the activity's failure,
+    # its cause included, is written to the workflow's history, where anyone who can read
+    # the history (the UI, `temporal workflow show`) read the worker's API key.
+    from openai import AsyncOpenAI
+    from temporalio.api.failure.v1 import Failure
+    from temporalio.converter import DefaultFailureConverter
+
+    key, gateway = "sk-proj-SECRETKEY0123456789", "gw-S3CRET-0042"
+
+    def echo(status: int) -> Any:
+        def answer(request: Any) -> Any:
+            sent = f"{request.headers.get('authorization')} {request.headers.get('x-gateway')}"
+            return S.error(status, f"Invalid credentials: {sent}")
+
+        return answer
+
+    request = ModelRequest("chat", False, {"model": "m", "messages": []})
+    failures = []
+    with S([echo(401), echo(500)]) as server:
+        client = AsyncOpenAI(
+            api_key=key, base_url=server.base_url, default_headers={"X-Gateway": gateway}
+        )
+        async with client:
+            activities = ToolActivities(registry(), client)
+            for _ in range(2):
+                with pytest.raises(ApplicationError) as raised:
+                    await activities.model_request(request)
+                failures.append(raised.value)
+    for error in failures:
+        assert error.message.endswith("Invalid credentials: Bearer *** ***"), error.message
+        recorded = Failure()
+        DefaultFailureConverter().to_failure(error, PayloadConverter.default, recorded)
+        written = recorded.SerializeToString()
+        assert key.encode() not in written and gateway.encode() not in written
+        assert b"Bearer ***" in written
+    assert [f.non_retryable for f in failures] == [True, False]
