@@ -118,11 +118,21 @@ class HeartbeatKeeper:
         activity.heartbeat(self._kept)
 
     async def beat(self) -> None:
-        """Heartbeat the kept handle until cancelled (the SDK throttles the sends)."""
+        """Heartbeat the kept handle until cancelled (the SDK throttles the sends).
+
+        An attempt with a heartbeat timeout heartbeats before it keeps a handle too:
+        the one an earlier attempt kept (or none). Temporal counts the timeout from the
+        attempt's start, and a server slow to start the work would otherwise time the
+        attempt out, its retry starting the work again while it still ran. The first
+        beat waits a while: the SDK sends an attempt's first heartbeat at once and
+        holds the next ones back, and a handle kept soon should be that first one."""
+        needed = activity.info().heartbeat_timeout is not None
         while True:
             await asyncio.sleep(HEARTBEAT_TIMEOUT / 5)
             if self._kept is not None:
                 activity.heartbeat(self._kept)
+            elif needed:
+                activity.heartbeat(dict(self._recalled or {}))
 
 
 def _check_client(client: object) -> None:

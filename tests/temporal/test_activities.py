@@ -541,3 +541,46 @@ async def test_a_key_a_proxy_echoes_never_reaches_the_runs_history() -> None:
         assert key.encode() not in written and gateway.encode() not in written
         assert b"Bearer ***" in written
     assert [f.non_retryable for f in failures] == [True, False]
+
+
+async def test_a_task_call_heartbeats_before_its_task_is_started() -> None:
+    # A call run as an MCP task has a heartbeat timeout (5 s) from its attempt's start,
+    # but heartbeated only once the server had started the task: a tools/call slower
+    # than that (a server starting, a busy server) timed the attempt out, and its retry
+    # started the task again while the first attempt still ran it. Until this attempt
+    # starts a task, its heartbeats carry the one an earlier attempt kept.
+    import asyncio
+    from datetime import timedelta
+
+    beats: list[tuple[Any, ...]] = []
+    beaten = asyncio.Event()
+
+    class Build(BaseTool):
+        name = "build"
+        description = "Build."
+        as_task = True
+
+        async def execute(self, args: dict[str, Any], ctx: ToolContext) -> str:
+            await asyncio.wait_for(beaten.wait(), timeout=5.0)  # the heartbeat timeout
+            return "started"
+
+    tools = ToolRegistry()
+    tools.register(Build())
+    kept = {"task": {"taskId": "t-1"}}
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(
+        env.info,
+        start_to_close_timeout=timedelta(seconds=30),
+        heartbeat_timeout=timedelta(seconds=5),
+        heartbeat_details=[kept],
+        attempt=2,
+    )
+
+    def heartbeat(*details: Any) -> None:
+        beats.append(details)
+        beaten.set()
+
+    env.on_heartbeat = heartbeat
+    done = await env.run(ToolActivities(tools).call_tool, call("build"))
+    assert (done.error, done.value()) == (None, "started")
+    assert beats[0] == (kept,)
