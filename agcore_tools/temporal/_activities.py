@@ -49,6 +49,7 @@ from ._payloads import (
     MODEL_REFUSED,
     PAYLOAD_LIMIT,
     PROGRAM_TOO_LARGE,
+    RESPONSE_TOO_LARGE,
     RESULT_NOT_RETURNED,
     RESULT_TOO_LARGE,
     TOOL_TIMED_OUT,
@@ -537,6 +538,17 @@ class ToolActivities:
                 redact(f"{wire.name} request failed: {type(exc).__name__}: {exc}"),
                 type=type(exc).__name__,
             ) from masked_error(exc, redact)
+        size = payload_size(_converter(), body)
+        if size > PAYLOAD_LIMIT:
+            # Over the limit, the worker cannot hand the answer over, and each retry
+            # would pay for it again.
+            raise ApplicationError(
+                f"{wire.name} response is {size} bytes, over the {PAYLOAD_LIMIT}-byte "
+                "payload limit of a Temporal activity result; bound the model's output "
+                "(CycleConfig(max_tokens=...), or max_output_tokens=... with api='responses')",
+                type=RESPONSE_TOO_LARGE,
+                non_retryable=True,
+            )
         return body
 
 

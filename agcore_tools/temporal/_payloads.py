@@ -41,6 +41,7 @@ __all__ = [
     "CONFIG_REFUSED",
     "PAYLOAD_LIMIT",
     "PROGRAM_TOO_LARGE",
+    "RESPONSE_TOO_LARGE",
     "Catalogue",
     "ModelRequest",
     "ProgramStepInput",
@@ -69,6 +70,9 @@ activity's start-to-close timeout (retried as the server's timeout is); its one 
 says whether the tool had started."""
 MODEL_REFUSED = "ModelRequestRefused"
 """The ``ApplicationError`` type of a model request no retry can fix (a 4xx answer)."""
+RESPONSE_TOO_LARGE = "ModelResponseTooLarge"
+"""The ``ApplicationError`` type of a model's answer too large for an activity result:
+not retried, as each retry would pay for the same answer again."""
 CONFIG_REFUSED = "LlmConfigError"
 """The ``ApplicationError`` type of a model request refused before it was sent, for a
 setting the in-process loop refuses too (``background=True``, which the activity never

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -584,3 +585,25 @@ async def test_a_task_call_heartbeats_before_its_task_is_started() -> None:
     done = await env.run(ToolActivities(tools).call_tool, call("build"))
     assert (done.error, done.value()) == (None, "started")
     assert beats[0] == (kept,)
+
+
+async def test_a_completion_over_the_payload_limit_fails_without_retries() -> None:
+    # 400,000 CJK characters are 1.2 MB of UTF-8 and 2.4 MB as the converter writes
+    # them: the worker could not hand the completion over, and each retry paid for the
+    # whole answer again (4 requests by default), the run failing with "PayloadsTooLarge"
+    # naming neither the size nor what to change.
+    request = ModelRequest("chat", False, {"model": "m", "messages": []})
+    with S([S.reply_text("字" * 400_000), S.reply_text("字" * 300_000)]) as server:
+        async with server.client() as client:
+            activities = ToolActivities(registry(), client)
+            with pytest.raises(ApplicationError) as refused:
+                await activities.model_request(request)
+            fits = await activities.model_request(request)
+    assert (refused.value.non_retryable, refused.value.type) == (True, "ModelResponseTooLarge")
+    assert re.fullmatch(
+        r"chat completion response is \d+ bytes, over the 2097152-byte payload limit of a "
+        r"Temporal activity result; bound the model's output \(CycleConfig\(max_tokens=\.\.\.\)"
+        r", or max_output_tokens=\.\.\. with api='responses'\)",
+        refused.value.message,
+    ), refused.value.message
+    assert len(fits["choices"][0]["message"]["content"]) == 300_000
