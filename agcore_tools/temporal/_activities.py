@@ -365,7 +365,7 @@ class ToolActivities:
                 with contextlib.suppress(asyncio.CancelledError):
                     await beating
         try:
-            return self._output(call, invocation)
+            return self._output(call, invocation, timeout)
         except ApplicationError:
             raise
         except Exception as exc:
@@ -377,10 +377,15 @@ class ToolActivities:
                 non_retryable=True,
             ) from exc
 
-    def _output(self, call: ToolCallInput, invocation: ToolInvocation) -> ToolCallOutput:
+    def _output(
+        self, call: ToolCallInput, invocation: ToolInvocation, limit: float | None
+    ) -> ToolCallOutput:
         error = invocation.error
-        if isinstance(error, ToolTimeoutError):
-            # Retryable, as the server's own timeout is; the workflow reads it as one.
+        if isinstance(error, ToolTimeoutError) and limit is not None and error.timeout == limit:
+            # The activity's time limit: retryable, as the server's own timeout is; the
+            # workflow reads it as one. A tool's own shorter timeout (its policy's)
+            # names its own seconds, and is its error, as in LlmCycle: the model's to
+            # read, not a run of the tool again on each attempt.
             raise ApplicationError(str(error), error.may_have_run, type=TOOL_TIMED_OUT)
         if error is not None:
             return ToolCallOutput(error=str(error), recoverable=error.is_recoverable())

@@ -607,3 +607,31 @@ async def test_a_completion_over_the_payload_limit_fails_without_retries() -> No
         refused.value.message,
     ), refused.value.message
     assert len(fits["choices"][0]["message"]["content"]) == 300_000
+
+
+async def test_a_tools_own_timeout_is_its_error_not_a_retry() -> None:
+    # A tool's own timeout (@tool(timeout=...)) ended the call with the same retryable
+    # error as the activity's time limit: Temporal ran the tool again on each of its
+    # attempts (4 by default), then the model read that it timed out after the
+    # activity's limit. As in LlmCycle, the model now reads its timeout, once.
+    import asyncio
+    from datetime import timedelta
+
+    runs: list[int] = []
+    tools = ToolRegistry()
+
+    @tools.tool(timeout=0.2)
+    async def charge(amount: int) -> str:
+        """Charge."""
+        runs.append(amount)
+        await asyncio.Event().wait()  # never answers: its own timeout ends it
+        return "charged"
+
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, start_to_close_timeout=timedelta(seconds=30))
+    done = await env.run(ToolActivities(tools).call_tool, call("charge", amount=5))
+    assert done.error == (
+        "tool 'charge' failed: timed out after 0.2 s; it may have run in part, so do not "
+        "assume it had no effect"
+    )
+    assert done.recoverable is True and runs == [5]
