@@ -59,6 +59,7 @@ __all__ = [
     "RunningTask",
     "ToolInputRequested",
     "WorkKeeper",
+    "given_up",
 ]
 
 PAUSED_CALL = "paused_call"
@@ -225,6 +226,9 @@ class WorkKeeper(Protocol):
     retry of the same call picks the work up instead of starting it again. A Temporal
     activity is one: it keeps the handle in its heartbeats (see
     :mod:`agcore_tools.temporal`), and a retried activity recalls it.
+
+    It may also have ``given_up() -> bool``: whether the call, cancelled, is given up
+    for good, so that its work is cancelled too (see :func:`given_up`).
     """
 
     @property
@@ -239,6 +243,24 @@ class WorkKeeper(Protocol):
     def keep(self, handle: Mapping[str, Any]) -> None:
         """Keep ``handle`` (plain JSON) for a retry of this call."""
         ...
+
+
+def given_up(keeper: WorkKeeper) -> bool:
+    """Whether the call ``keeper`` keeps work for was cancelled for good, so that its
+    work is cancelled too: asked of a keeper's optional ``given_up()`` (a Temporal
+    activity's says so when its run was cancelled or is gone, not when its worker shuts
+    down, whose retry recalls the work).
+
+    Example:
+        >>> class Kept:
+        ...     wait = None
+        ...     def recall(self): return None
+        ...     def keep(self, handle): pass
+        >>> given_up(Kept())
+        False
+    """
+    asked = getattr(keeper, "given_up", None)
+    return bool(asked()) if callable(asked) else False
 
 
 KEEPER: ContextVar[WorkKeeper | None] = ContextVar("agcore_work_keeper", default=None)

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from .._clock import expired_limit
 from ..base import ToolContext
 from ..error import McpInputRequiredError, McpTimeoutError
-from ..pending import KEEPER, LEFT_RUNNING, CallPaused, InputRequest, RunningTask
+from ..pending import KEEPER, LEFT_RUNNING, CallPaused, InputRequest, RunningTask, given_up
 from ._input_pause import new_nonce, question_id
 from ._tasks import McpTask, give_up, give_up_asking, give_up_timed_out
 from .models import McpTaskStatus
@@ -69,7 +69,8 @@ async def run_task(
     :data:`~agcore_tools.pending.LEFT_RUNNING` under its call id, for
     :func:`paused_on`; cut off by its time limit, or cancelled anywhere else, it
     cancels the task (``tasks/cancel``, best effort), as it does when it has no call id
-    to pause with, unless a keeper (a Temporal activity) holds the handle. A task that
+    to pause with, unless a keeper (a Temporal activity) holds the handle for a retry
+    (it does not when the keeper's call is given up: its run cancelled, or gone). A task that
     waits for input no handler answers, and that the call cannot pause on (no call id,
     no form), raises its :class:`~agcore_tools.McpInputRequiredError`, which carries
     the handle; under a keeper, where no one can answer, the task is cancelled."""
@@ -100,7 +101,7 @@ async def run_task(
         timed_out = expired_limit() is not None  # the call's time limit, not the loop's stop
         if left is not None and call_id and task.task_id is not None and not timed_out:
             left.setdefault(call_id, []).append(task)  # the loop may keep the call open
-        elif keeper is None:
+        elif keeper is None or given_up(keeper):  # a cancelled Temporal run's too
             why = "its call timed out" if timed_out else "its call was cancelled"
             await give_up(task, why)
         raise

@@ -113,6 +113,13 @@ class HeartbeatKeeper:
         """The handle an earlier attempt kept, or None."""
         return self._recalled
 
+    def given_up(self) -> bool:
+        """Whether this attempt was cancelled for good: its run cancelled the call, or
+        the run is gone (terminated). Not when its worker shuts down or it timed out:
+        a retry recalls the work then."""
+        details = activity.cancellation_details()
+        return details is not None and (details.cancel_requested or details.not_found)
+
     def keep(self, handle: Mapping[str, Any]) -> None:
         """Keep ``handle`` in this attempt's heartbeats, starting now."""
         self._kept = dict(handle)

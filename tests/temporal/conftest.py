@@ -82,6 +82,8 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "mcp-ask": [("fx__ask_each_era", {"question": "colour?"}, "call_ask")],
     # An MCP tool run as a task (issue 28), on the task server.
     "task-build": [("ci__build", {"seconds": 4, "label": "nightly"}, "call_build")],
+    # One that runs on until the run is cancelled.
+    "task-long": [("ci__build", {"seconds": 600, "label": "weekly"}, "call_build")],
     "stall": [("stall", {}, "call_stall")],
     # A gate never opened: each of its three 2 s attempts times out.
     "gate-shut": [("gate", {"name": "shut"}, "call_gate")],

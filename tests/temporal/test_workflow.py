@@ -949,6 +949,39 @@ async def test_a_worker_killed_while_an_mcp_task_runs_starts_no_second_task(
     assert attempts == [("agcore.call_tool", 2)]  # the history keeps the last attempt
 
 
+async def test_a_run_cancelled_while_an_mcp_task_runs_cancels_the_task(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    # The activity waiting for the task kept its handle for a retry, so its
+    # cancellation left the task running on the server, with no one left to wait for
+    # it. The run's cancellation reaches the activity through its heartbeats, and the
+    # activity now cancels the task (tasks/cancel), as LlmCycle's cancelled call does.
+    from tests.mcp.test_tasks import TaskServer
+
+    tasks = TaskServer(workdir / "tasks.json", "--poll-ms", "100")
+    try:
+        spawn("task-front-c", "w1")
+        spawn("task-tools-c", "t1", tasks=tasks.url)
+        handle = await start(
+            client, "task-cancel-1", "task-long", "task-front-c", tool_task_queues=["task-tools-c"]
+        )
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while not tasks.store.exists() or not tasks.counts().get("gets"):
+            assert time.monotonic() < deadline, "the task was never polled"
+            await asyncio.sleep(0.02)  # polls the server's store, bounded above
+        await handle.cancel()
+        await assert_cancelled(handle)
+        while not tasks.counts().get("cancels"):
+            assert time.monotonic() < deadline, "the task was never cancelled"
+            await asyncio.sleep(0.02)  # polls the server's store, bounded above
+        counted = tasks.counts()
+    finally:
+        tasks.stop()
+        tasks.sock.close()
+    [(task_id, record)] = counted["tasks"].items()
+    assert counted["cancels"] == [task_id] and record["cancelled_at"] is not None
+
+
 # -- cancellation -----------------------------------------------------------------
 
 
