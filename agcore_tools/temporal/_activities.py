@@ -26,6 +26,7 @@ from .._sandbox import MontySandbox
 from .._unicode import scrub_json
 from ..base import ToolContext
 from ..calls import rule_verdict
+from ..cycle._requester import retryless
 from ..cycle._wire_responses import ResponsesWire
 from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
@@ -253,10 +254,12 @@ class ToolActivities:
             )
         self.registry = registry
         """The tools this worker runs."""
-        self._requester = client.with_options(max_retries=0) if client is not None else None
         # Masks what a server echoes of the client's secrets (a proxy's 401 quoting the
         # bearer token): an activity's failure, its causes too, is stored in the history.
         self._secrets = OpenAIRequester(client) if client is not None else None
+        # Sent through the retry-less copy the masking reads: with an api_key provider
+        # the SDK sets the key it returns on the copy that sends.
+        self._requester = retryless(client) if client is not None else None
         self._options = dict(options or {})
         self.max_result_bytes = max_result_bytes
         """Most bytes of a tool result's payload an activity returns (its JSON as the

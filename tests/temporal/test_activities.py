@@ -635,3 +635,29 @@ async def test_a_tools_own_timeout_is_its_error_not_a_retry() -> None:
         "assume it had no effect"
     )
     assert done.recoverable is True and runs == [5]
+
+
+async def test_a_key_an_api_key_provider_gave_never_reaches_the_runs_history() -> None:
+    # With an api_key provider the SDK sets the key it returns on the client copy that
+    # sends: the activity's own, which the masking did not read.
+    from openai import AsyncOpenAI
+    from temporalio.api.failure.v1 import Failure
+    from temporalio.converter import DefaultFailureConverter
+
+    key = "sk-proj-PROVIDED0123456789"
+
+    async def provide() -> str:
+        return key
+
+    def echo(request: Any) -> Any:
+        return S.error(401, f"Invalid credentials: {request.headers.get('authorization')}")
+
+    request = ModelRequest("chat", False, {"model": "m", "messages": []})
+    with S([echo]) as server:
+        async with AsyncOpenAI(api_key=provide, base_url=server.base_url) as client:
+            with pytest.raises(ApplicationError) as raised:
+                await ToolActivities(registry(), client).model_request(request)
+    assert raised.value.message.endswith("Invalid credentials: Bearer ***"), raised.value.message
+    recorded = Failure()
+    DefaultFailureConverter().to_failure(raised.value, PayloadConverter.default, recorded)
+    assert key.encode() not in recorded.SerializeToString()
