@@ -59,7 +59,6 @@ __all__ = [
     "RunningTask",
     "ToolInputRequested",
     "WorkKeeper",
-    "given_up",
 ]
 
 PAUSED_CALL = "paused_call"
@@ -228,7 +227,8 @@ class WorkKeeper(Protocol):
     :mod:`agcore_tools.temporal`), and a retried activity recalls it.
 
     It may also have ``given_up() -> bool``: whether the call, cancelled, is given up
-    for good, so that its work is cancelled too (see :func:`given_up`).
+    for good (its run cancelled, or gone), so that its work is cancelled too rather
+    than kept for a retry.
     """
 
     @property
@@ -243,24 +243,6 @@ class WorkKeeper(Protocol):
     def keep(self, handle: Mapping[str, Any]) -> None:
         """Keep ``handle`` (plain JSON) for a retry of this call."""
         ...
-
-
-def given_up(keeper: WorkKeeper) -> bool:
-    """Whether the call ``keeper`` keeps work for was cancelled for good, so that its
-    work is cancelled too: asked of a keeper's optional ``given_up()`` (a Temporal
-    activity's says so when its run was cancelled or is gone, not when its worker shuts
-    down, whose retry recalls the work).
-
-    Example:
-        >>> class Kept:
-        ...     wait = None
-        ...     def recall(self): return None
-        ...     def keep(self, handle): pass
-        >>> given_up(Kept())
-        False
-    """
-    asked = getattr(keeper, "given_up", None)
-    return bool(asked()) if callable(asked) else False
 
 
 KEEPER: ContextVar[WorkKeeper | None] = ContextVar("agcore_work_keeper", default=None)

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from .._clock import expired_limit
 from ..base import ToolContext
 from ..error import McpInputRequiredError, McpTimeoutError
-from ..pending import KEEPER, LEFT_RUNNING, CallPaused, InputRequest, RunningTask, given_up
+from ..pending import KEEPER, LEFT_RUNNING, CallPaused, InputRequest, RunningTask, WorkKeeper
 from ._input_pause import new_nonce, question_id
 from ._tasks import McpTask, give_up, give_up_asking, give_up_timed_out
 from .models import McpTaskStatus
@@ -101,7 +101,7 @@ async def run_task(
         timed_out = expired_limit() is not None  # the call's time limit, not the loop's stop
         if left is not None and call_id and task.task_id is not None and not timed_out:
             left.setdefault(call_id, []).append(task)  # the loop may keep the call open
-        elif keeper is None or given_up(keeper):  # a cancelled Temporal run's too
+        elif keeper is None or _given_up(keeper):  # a cancelled Temporal run's too
             why = "its call timed out" if timed_out else "its call was cancelled"
             await give_up(task, why)
         raise
@@ -124,6 +124,18 @@ async def run_task(
         state = {**paused.state, "keys": keys}
         return CallPaused((*(q for q, _ in questions), *paused.requests), state)
     return value
+
+
+def _given_up(keeper: WorkKeeper) -> bool:
+    """Whether the cancelled call ``keeper`` keeps work for is given up for good, so
+    that its task is cancelled too: asked of the keeper's optional ``given_up()`` (a
+    Temporal activity's). A keeper without one, or whose answer fails, keeps the task
+    for a retry, as before it could say."""
+    asked = getattr(keeper, "given_up", None)
+    try:
+        return bool(asked()) if callable(asked) else False
+    except Exception:  # noqa: BLE001 - never in place of the cancellation being raised
+        return False
 
 
 def _questions(

@@ -979,3 +979,44 @@ async def test_a_2025_task_whose_result_wait_the_client_cut_short_says_how_long_
         waited = float(said.split("after ")[1].split(" s;")[0])
         assert 2 <= waited < 30
         await task.cancel()
+
+
+@pytest.mark.parametrize("answer", ["yes", "fails"])
+async def test_a_keepers_call_cancels_its_task_only_when_the_keeper_gives_it_up(
+    task_server: TaskServer, answer: str
+) -> None:
+    """A keeper's optional given_up() decides: yes, the task is cancelled; an answer
+    that fails keeps it for the retry, and never replaces the cancellation raised."""
+    from agcore_tools.pending import KEEPER
+
+    kept = asyncio.Event()
+
+    class Keeper:
+        wait = None
+
+        def recall(self) -> None:
+            return None
+
+        def keep(self, handle: Any) -> None:
+            kept.set()
+
+        def given_up(self) -> bool:
+            if answer == "fails":
+                raise RuntimeError("no answer")
+            return True
+
+    async with task_server.client(protocol="legacy") as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(tasks=["build"]))
+        token = KEEPER.set(Keeper())
+        try:
+            call = asyncio.ensure_future(registry.invoke("build", {"seconds": 30, "label": answer}))
+        finally:
+            KEEPER.reset(token)
+        await asyncio.wait_for(kept.wait(), 20)  # the task started
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        [task_id] = task_server.counts()["tasks"]
+        status = (await client.task(task_id).status()).status
+    assert status == ("cancelled" if answer == "yes" else "working")
