@@ -116,8 +116,11 @@ class HeartbeatKeeper:
 
     def given_up(self) -> bool:
         """Whether this attempt was cancelled for good: its run cancelled the call, or
-        the run is gone (terminated). Not when its worker shuts down or it timed out:
-        a retry recalls the work then."""
+        the server no longer knows the attempt (the run ended: cancelled, terminated).
+        Not when its worker shuts down: a retry recalls the work then. The server
+        answers an attempt it timed out the same way (heartbeats held up longer than
+        the heartbeat timeout by a stalled worker or network, its retry started): that
+        attempt cancels the task its retry waits for, whose call then fails."""
         details = activity.cancellation_details()
         return details is not None and (details.cancel_requested or details.not_found)
 

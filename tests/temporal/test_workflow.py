@@ -949,8 +949,9 @@ async def test_a_worker_killed_while_an_mcp_task_runs_starts_no_second_task(
     assert attempts == [("agcore.call_tool", 2)]  # the history keeps the last attempt
 
 
+@pytest.mark.parametrize("end", ["cancel", "terminate"])
 async def test_a_run_cancelled_while_an_mcp_task_runs_cancels_the_task(
-    client: Client, spawn: Spawn, workdir: Path
+    client: Client, spawn: Spawn, workdir: Path, end: str
 ) -> None:
     # The activity waiting for the task kept its handle for a retry, so its
     # cancellation left the task running on the server, with no one left to wait for
@@ -960,17 +961,26 @@ async def test_a_run_cancelled_while_an_mcp_task_runs_cancels_the_task(
 
     tasks = TaskServer(workdir / "tasks.json", "--poll-ms", "100")
     try:
-        spawn("task-front-c", "w1")
-        spawn("task-tools-c", "t1", tasks=tasks.url)
+        # A terminated run is gone: the server answers the activity's heartbeat "not
+        # found", and the activity gives its task up as for a cancelled one.
+        spawn(f"task-front-{end}", "w1")
+        spawn(f"task-tools-{end}", "t1", tasks=tasks.url)
         handle = await start(
-            client, "task-cancel-1", "task-long", "task-front-c", tool_task_queues=["task-tools-c"]
+            client,
+            f"task-{end}-1",
+            "task-long",
+            f"task-front-{end}",
+            tool_task_queues=[f"task-tools-{end}"],
         )
         deadline = time.monotonic() + RUN_TIMEOUT
         while not tasks.store.exists() or not tasks.counts().get("gets"):
             assert time.monotonic() < deadline, "the task was never polled"
             await asyncio.sleep(0.02)  # polls the server's store, bounded above
-        await handle.cancel()
-        await assert_cancelled(handle)
+        if end == "cancel":
+            await handle.cancel()
+            await assert_cancelled(handle)
+        else:
+            await handle.terminate("by the test")
         while not tasks.counts().get("cancels"):
             assert time.monotonic() < deadline, "the task was never cancelled"
             await asyncio.sleep(0.02)  # polls the server's store, bounded above
