@@ -15,7 +15,14 @@ from typing import Any
 from .._sdk import sdk_field as _field
 from ..calls import CUT_CALLS_NOT_REPAIRED, ParsedCall, parse_call
 from ..error import LlmError
-from ._stream import DERIVED_IDS_RESERVED, Turn, describe_body, malformed, turn_call_id
+from ._stream import (
+    DERIVED_IDS_RESERVED,
+    Turn,
+    describe_body,
+    malformed,
+    reason_text,
+    turn_call_id,
+)
 from .events import AssistantTextDelta, FinishReason, ReasoningDelta, StreamEvent, Usage
 
 __all__ = ["ResponsesTurnBuilder", "usage_of"]
@@ -313,7 +320,7 @@ class ResponsesTurnBuilder:
             # A chained request answers the calls of the response the server stored,
             # which knows them by its own ids (see ResponsesWire.params).
             message["response"]["call_ids"] = server_ids
-        raw = incomplete or _field(response, "status")
+        raw = reason_text(incomplete or _field(response, "status"))
         if calls:
             reason = FinishReason.TOOL_CALLS
         elif incomplete is not None:

@@ -57,6 +57,7 @@ __all__ = [
     "TurnBuilder",
     "describe_body",
     "malformed",
+    "reason_text",
     "renamed_call",
     "turn_call_id",
 ]
@@ -462,7 +463,7 @@ class TurnBuilder:
             message,
             text,
             reason,
-            self._raw_reason,
+            reason_text(self._raw_reason),
             tuple(calls),
             self._usage,
             refusal,
@@ -490,6 +491,17 @@ def describe_body(body: Any) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return f"JSON starting {text[:_SNIPPET]!r}"
+
+
+def reason_text(value: Any) -> str | None:
+    """A provider's raw finish reason as text: one a server sent as other JSON (``5``,
+    ``["stop"]``) as its ``str()``, as the span shows it (read as ``OTHER``).
+
+    Example:
+        >>> reason_text(["stop"]), reason_text("stop"), reason_text(None)
+        ("['stop']", 'stop', None)
+    """
+    return value if value is None or isinstance(value, str) else str(value)
 
 
 def malformed(where: str, what: str, value: Any, expected: str) -> LlmError:

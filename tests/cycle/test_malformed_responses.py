@@ -12,8 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
-from agcore_tools import FinishReason, LlmError, ToolRegistry
+from agcore_tools import FinishReason, LlmError, ToolRegistry, TurnComplete
 from agcore_tools.testing import RawResponse, RawStream
 
 from .conftest import S, assert_history_valid
@@ -225,3 +226,54 @@ async def test_an_odd_finish_reason_reads_as_other_and_a_null_text_as_empty(
 def test_finish_reason_parse_reads_what_is_no_string_as_other() -> None:
     assert FinishReason.parse(["stop"]) is FinishReason.OTHER  # type: ignore[arg-type]
     assert FinishReason.parse(5) is FinishReason.OTHER  # type: ignore[arg-type]
+
+
+class Sum(BaseModel):
+    n: int
+
+
+@pytest.mark.parametrize(
+    ("api", "stream", "value"),
+    [
+        ("chat", False, ["stop"]),
+        ("chat", True, {"why": "stop"}),
+        ("responses", False, ["max_output_tokens"]),
+        ("responses", True, {"why": 1}),
+    ],
+    ids=["chat-json-list", "chat-sse-object", "responses-json-list", "responses-sse-object"],
+)
+async def test_an_odd_finish_reason_reaches_structured_output_and_events_as_text(
+    serve, make_cycle, api, stream, value
+):
+    # Tolerated as OTHER, it still failed output_type= with a bare TypeError (an
+    # unhashable dict key), and TurnComplete.raw_finish_reason held a list or a dict.
+    answer = '{"n": 5}'
+    if api == "chat":
+        message = {"role": "assistant", "content": answer}
+        choice = {"index": 0, "message": message, "finish_reason": value}
+        if stream:
+            choice = {"index": 0, "delta": message, "finish_reason": value}
+        body: dict[str, Any] = {"choices": [choice]}
+    else:
+        body = responses_body()
+        body["output"] = body["output"][:1]
+        body["output"][0]["content"][0]["text"] = answer
+        body["incomplete_details"] = {"reason": value}
+
+    def served() -> RawResponse | RawStream:
+        if not stream:
+            return RawResponse(200, body)
+        return RawStream([body] if api == "chat" else responses_events(body), done=api == "chat")
+
+    server = serve(served(), served())
+    cycle = make_cycle(server, api=api, max_retries=0)
+    run = cycle.submit_stream_with_tools if stream else cycle.submit_with_tools
+
+    if stream:
+        events = [e async for e in run("Sum?", ToolRegistry(), output_type=Sum)]
+        answered = [e for e in events if isinstance(e, TurnComplete)]
+        assert [e.raw_finish_reason for e in answered] == [str(value)]
+    else:
+        response = await run("Sum?", ToolRegistry(), output_type=Sum)
+        assert response.output == Sum(n=5)
+        assert response.finish_reason is FinishReason.OTHER
