@@ -33,6 +33,7 @@ _INCOMPLETE = {
     "content_filter": FinishReason.CONTENT_FILTER,
 }
 _UNFINISHED = frozenset({"queued", "in_progress"})
+_PART_TEXT = {"output_text": "text", "refusal": "refusal"}  # a message part's text, by type
 # A reasoning item streams two texts, each rebuilt into its own field when a bridge
 # leaves the final output empty: the summary, and the raw reasoning (gpt-oss, vLLM).
 _REASONING_DELTAS = {
@@ -380,8 +381,9 @@ def _check_item(item: Any, position: int) -> None:
         for index, part in enumerate(content or ()):
             if not isinstance(part, Mapping):
                 raise malformed("response", f"{where}.content[{index}]", part, "an object")
-            key = "text" if part.get("type") == "output_text" else "refusal"
-            value = part.get(key)
+            kind = part.get("type")  # another type's keys are not read
+            key = _PART_TEXT.get(kind) if isinstance(kind, str) else None
+            value = part.get(key) if key is not None else None
             if value is not None and not isinstance(value, str):
                 raise malformed("response", f"{where}.content[{index}].{key}", value, "a string")
     elif kind == "function_call":

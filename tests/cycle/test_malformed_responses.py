@@ -277,3 +277,19 @@ async def test_an_odd_finish_reason_reaches_structured_output_and_events_as_text
         response = await run("Sum?", ToolRegistry(), output_type=Sum)
         assert response.output == Sum(n=5)
         assert response.finish_reason is FinishReason.OTHER
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_part_of_another_type_is_not_read_for_a_refusal(serve, make_cycle, stream):
+    # Only a refusal part's "refusal" is read as text: a part of a type the loop does
+    # not read (a newer API's) may hold that key as anything.
+    body = responses_body()
+    body["output"] = body["output"][:1]
+    odd = [{"type": "future_part", "refusal": {"code": 1}}, {"type": [], "text": 5}]
+    body["output"][0]["content"] += odd
+    served = RawStream(responses_events(body), done=False) if stream else RawResponse(200, body)
+    cycle = make_cycle(serve(served), api="responses", max_retries=0)
+
+    answer = await (cycle.submit_stream("Hi").collect() if stream else cycle.submit("Hi"))
+
+    assert (answer.text, answer.refusal) == ("5", None)
