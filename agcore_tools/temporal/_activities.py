@@ -26,8 +26,8 @@ from .._sandbox import MontySandbox
 from .._unicode import scrub_json
 from ..base import ToolContext
 from ..calls import rule_verdict
-from ..cycle._stream import malformed
 from ..cycle._requester import retryless
+from ..cycle._stream import malformed
 from ..cycle._wire_responses import ResponsesWire
 from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
