@@ -105,7 +105,8 @@ def profile_for_models(listing: Any, headers: Mapping[str, str]) -> ServerProfil
         return LLAMA_CPP_PYTHON
     if entries and all(e.get("created") == _LITELLM_CREATED for e in entries):
         return LITELLM
-    owners = {e.get("owned_by") for e in entries}
+    # A server's owned_by may be any JSON (a list is no key): only a string names one.
+    owners = {owner if isinstance(owner := e.get("owned_by"), str) else None for e in entries}
     if len(owners) == 1:
         owner = next(iter(owners))
         if isinstance(owner, str) and owner in _OWNERS:

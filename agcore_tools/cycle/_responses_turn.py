@@ -15,7 +15,14 @@ from typing import Any
 from .._sdk import sdk_field as _field
 from ..calls import CUT_CALLS_NOT_REPAIRED, ParsedCall, parse_call
 from ..error import LlmError
-from ._stream import DERIVED_IDS_RESERVED, Turn, describe_body, turn_call_id
+from ._stream import (
+    DERIVED_IDS_RESERVED,
+    Turn,
+    describe_body,
+    malformed,
+    reason_text,
+    turn_call_id,
+)
 from .events import AssistantTextDelta, FinishReason, ReasoningDelta, StreamEvent, Usage
 
 __all__ = ["ResponsesTurnBuilder", "usage_of"]
@@ -26,6 +33,7 @@ _INCOMPLETE = {
     "content_filter": FinishReason.CONTENT_FILTER,
 }
 _UNFINISHED = frozenset({"queued", "in_progress"})
+_PART_TEXT = {"output_text": "text", "refusal": "refusal"}  # a message part's text, by type
 # A reasoning item streams two texts, each rebuilt into its own field when a bridge
 # leaves the final output empty: the summary, and the raw reasoning (gpt-oss, vLLM).
 _REASONING_DELTAS = {
@@ -64,7 +72,7 @@ def _json(value: Any) -> Any:
     # SDK models become the plain JSON the history holds; unset and null fields are
     # left out, as the API does not take some of them back as input.
     if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json", exclude_none=True)
+        return value.model_dump(mode="json", exclude_none=True, warnings=False)
     return dict(value) if isinstance(value, Mapping) else value
 
 
@@ -112,6 +120,8 @@ class ResponsesTurnBuilder:
     def feed(self, event: Any) -> tuple[StreamEvent, ...] | list[StreamEvent]:
         """Take one stream event; return the text events it carries."""
         kind = _field(event, "type")
+        if kind is not None and not isinstance(kind, str):  # an event with none is skipped
+            raise malformed("stream", "an event's type", kind, "a string")
         # An empty delta is no event, as on Chat Completions (a first-token timer or a
         # UI line opened on the first delta must not start on nothing).
         if kind == "response.output_text.delta":
@@ -218,6 +228,8 @@ class ResponsesTurnBuilder:
     def feed_completion(self, response: Any) -> None:
         """Take a whole (non-streamed) response."""
         status = _field(response, "status")
+        if status is not None and not isinstance(status, str):
+            raise malformed("response", "status", status, "a string")
         if status == "failed" or _field(response, "error"):
             raise LlmError(f"the model reported an error: {_error(response)}")
         if status in _UNFINISHED and not _field(response, "output"):
@@ -238,10 +250,15 @@ class ResponsesTurnBuilder:
     def build(self) -> Turn:
         """The assembled turn and its assistant message."""
         response = self._response
-        output = [_json(item) for item in _field(response, "output") or ()]
+        given = _field(response, "output")
+        if given and not isinstance(given, list):
+            raise malformed("response", "output", given, "a list")
+        output = [_json(item) for item in given or ()]
         if not output:  # a bridge that leaves the final output empty: use the stream's
             indexes = {*self._items, *(index for index, kind in self._said if kind == "text")}
             output = [self._streamed(index) for index in sorted(indexes)]
+        for position, item in enumerate(output):
+            _check_item(item, position)
         texts: list[str] = []
         refusals: list[str] = []
         thoughts: list[str] = []
@@ -256,9 +273,9 @@ class ResponsesTurnBuilder:
             if kind == "message":
                 for part in item.get("content") or ():
                     if part.get("type") == "output_text":
-                        texts.append(part.get("text", ""))
+                        texts.append(part.get("text") or "")
                     elif part.get("type") == "refusal":
-                        refusals.append(part.get("refusal", ""))
+                        refusals.append(part.get("refusal") or "")
             elif kind == "reasoning":  # what its summary and reasoning text deltas stream
                 for key in ("summary", "content"):
                     thoughts.extend(_texts(item.get(key)))
@@ -304,11 +321,13 @@ class ResponsesTurnBuilder:
             # A chained request answers the calls of the response the server stored,
             # which knows them by its own ids (see ResponsesWire.params).
             message["response"]["call_ids"] = server_ids
-        raw = incomplete or _field(response, "status")
+        raw = reason_text(incomplete or _field(response, "status"))
         if calls:
             reason = FinishReason.TOOL_CALLS
         elif incomplete is not None:
-            reason = _INCOMPLETE.get(incomplete, FinishReason.OTHER)
+            # A reason that is no string reads as OTHER, as on Chat (FinishReason.parse).
+            known = isinstance(incomplete, str) and incomplete in _INCOMPLETE
+            reason = _INCOMPLETE[incomplete] if known else FinishReason.OTHER
         else:
             reason = FinishReason.STOP
         usage = _field(response, "usage")
@@ -346,6 +365,32 @@ class ResponsesTurnBuilder:
                     item[field] = [{"type": part, "text": text} for text in texts]
             item.setdefault("summary", [])  # required on an input item, even with none
         return item
+
+
+def _check_item(item: Any, position: int) -> None:
+    """Refuse output item ``item`` (at ``position``) where its shape is not the API's:
+    read as is, it would fail deep in the loop with a TypeError."""
+    where = f"output[{position}]"
+    if not isinstance(item, Mapping):
+        raise malformed("response", where, item, "an object")
+    kind = item.get("type")
+    if kind == "message":
+        content = item.get("content")
+        if content is not None and not isinstance(content, list):
+            raise malformed("response", f"{where}.content", content, "a list")
+        for index, part in enumerate(content or ()):
+            if not isinstance(part, Mapping):
+                raise malformed("response", f"{where}.content[{index}]", part, "an object")
+            kind = part.get("type")  # another type's keys are not read
+            key = _PART_TEXT.get(kind) if isinstance(kind, str) else None
+            value = part.get(key) if key is not None else None
+            if value is not None and not isinstance(value, str):
+                raise malformed("response", f"{where}.content[{index}].{key}", value, "a string")
+    elif kind == "function_call":
+        # A call_id that is no string is replaced (build); a name cannot be.
+        name = item.get("name")
+        if name is not None and not isinstance(name, str):
+            raise malformed("response", f"{where}.name", name, "a string")
 
 
 def _texts(parts: Any) -> list[str]:

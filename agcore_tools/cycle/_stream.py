@@ -56,6 +56,8 @@ __all__ = [
     "Turn",
     "TurnBuilder",
     "describe_body",
+    "malformed",
+    "reason_text",
     "renamed_call",
     "turn_call_id",
 ]
@@ -231,6 +233,8 @@ class TurnBuilder:
         choices = _field(chunk, "choices")
         if not choices:
             return _NO_EVENTS
+        if not isinstance(choices, list):
+            raise malformed("stream", "a chunk's choices", choices, "a list")
         events: list[StreamEvent] = []
         for choice in choices:
             if (_field(choice, "index") or 0) != 0:
@@ -284,13 +288,18 @@ class TurnBuilder:
         choices = _field(completion, "choices")
         if not choices:
             raise LlmError(f"the model's response has no choices: {describe_body(completion)}")
+        if not isinstance(choices, list):
+            raise malformed("response", "choices", choices, "a list")
         choice = choices[0]
         self._raw_reason = _field(choice, "finish_reason")
         message = _field(choice, "message")
         if message is None:
             raise LlmError("the model's response has no message")
         self._take_text(message, None)
-        for call in _field(message, "tool_calls") or ():
+        calls = _field(message, "tool_calls")
+        if calls and not isinstance(calls, list):
+            raise malformed("response", "the message's tool_calls", calls, "a list")
+        for call in calls or ():
             self._take_call(call, whole=True)
 
     def _take_delta(self, delta: Any, events: list[StreamEvent]) -> None:
@@ -299,6 +308,8 @@ class TurnBuilder:
         self._take_text(delta, events)
         calls = _field(delta, "tool_calls")
         if calls:
+            if not isinstance(calls, list):
+                raise malformed("stream", "a chunk's tool_calls", calls, "a list")
             for call in calls:
                 slot = self._take_call(call, whole=False)
                 if self._shown_tool is not None:
@@ -452,7 +463,7 @@ class TurnBuilder:
             message,
             text,
             reason,
-            self._raw_reason,
+            reason_text(self._raw_reason),
             tuple(calls),
             self._usage,
             refusal,
@@ -480,6 +491,30 @@ def describe_body(body: Any) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return f"JSON starting {text[:_SNIPPET]!r}"
+
+
+def reason_text(value: Any) -> str | None:
+    """A provider's raw finish reason as text: one a server sent as other JSON (``5``,
+    ``["stop"]``) as its ``str()``, as the span shows it (read as ``OTHER``).
+
+    Example:
+        >>> reason_text(["stop"]), reason_text("stop"), reason_text(None)
+        ("['stop']", 'stop', None)
+    """
+    return value if value is None or isinstance(value, str) else str(value)
+
+
+def malformed(where: str, what: str, value: Any, expected: str) -> LlmError:
+    """The error for a response whose ``what`` holds ``value`` where the API has
+    ``expected``: named by type only, as the value may quote anything (a secret echoed).
+
+    Example:
+        >>> print(malformed("response", "choices", 12345, "a list"))
+        the model's response is malformed: choices is int, not a list
+    """
+    return LlmError(
+        f"the model's {where} is malformed: {what} is {type(value).__name__}, not {expected}"
+    )
 
 
 def _error_message(error: Any) -> str:

@@ -86,11 +86,12 @@ class FinishReason(str, enum.Enum):
 
     @classmethod
     def parse(cls, value: str | None) -> FinishReason:
-        """Map a provider's ``finish_reason`` string to a member (``OTHER`` if unknown).
+        """Map a provider's ``finish_reason`` string to a member (``OTHER`` if unknown, or
+        not a string).
 
         The legacy ``function_call`` counts as ``TOOL_CALLS``.
         """
-        if value is None:
+        if not isinstance(value, str):  # None, or a server's 5 or ["stop"]
             return cls.OTHER
         member = _FINISH_REASONS.get(value)
         return member if member is not None else cls.OTHER

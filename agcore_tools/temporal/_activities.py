@@ -27,6 +27,7 @@ from .._unicode import scrub_json
 from ..base import ToolContext
 from ..calls import rule_verdict
 from ..cycle._requester import retryless
+from ..cycle._stream import malformed
 from ..cycle._wire_responses import ResponsesWire
 from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
@@ -544,6 +545,12 @@ class ToolActivities:
         try:
             raw = await resource.with_raw_response.create(**params)
             body: dict[str, Any] = json.loads(raw.http_response.content)
+            if not isinstance(body, dict):
+                # The workflow awaits a dict: it could not decode this, and would retry
+                # its task until the run timed out. As in LlmCycle, not retried; the
+                # workflow's LlmError says "<wire> request failed: " before it.
+                refused = malformed("response", "the body", body, "an object")
+                raise ApplicationError(str(refused), type="LlmError", non_retryable=True)
         except APIStatusError as exc:
             final = 400 <= exc.status_code < 500 and exc.status_code not in _RETRYABLE_STATUS
             raise ApplicationError(

@@ -139,6 +139,12 @@ OLLAMA_LISTING = {
         ({"data": [{"id": "a", "owned_by": "vllm"}, {"id": "b", "owned_by": "openai"}]}, None),
         ({"data": []}, None),
         ("not json", None),
+        # An owned_by that is no string tells nothing (a list of them was a TypeError).
+        ({"data": [{"id": "a", "owned_by": ["vllm"]}]}, None),
+        (
+            {"data": [{"id": "a", "owned_by": {"name": "vllm"}}, {"id": "b", "owned_by": "vllm"}]},
+            None,
+        ),
     ],
 )
 def test_the_model_list_names_the_server(listing: object, expected: ServerProfile | None) -> None:

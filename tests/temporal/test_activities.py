@@ -465,6 +465,28 @@ async def test_model_errors_are_retryable_unless_a_retry_cannot_help() -> None:
     assert "chat completion request failed: BadRequestError" in refused.value.message
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("body", [["SECRET"], "SECRET", 12345, None], ids=repr)
+async def test_an_answer_that_is_no_json_object_fails_the_request_and_is_not_retried(
+    api: str, body: Any
+) -> None:
+    # Returned as it was, the workflow could not decode it as the dict it awaits: each
+    # workflow task failed, and the run was retried until its timeout, or forever.
+    from agcore_tools.testing import RawResponse
+
+    request = ModelRequest(api, False, {"model": "m", "messages": []})
+    with S([RawResponse(200, body)]) as server:
+        async with server.client() as client:
+            with pytest.raises(ApplicationError) as refused:
+                await ToolActivities(registry(), client).model_request(request)
+    assert refused.value.non_retryable is True
+    kind = type(body).__name__
+    assert refused.value.message == (
+        f"the model's response is malformed: the body is {kind}, not an object"
+    )
+    assert "SECRET" not in refused.value.message
+
+
 async def test_a_background_responses_request_fails_unsent_and_is_not_retried() -> None:
     # The activity never streams: sent, the answer was a queued response with no output.
     asked = {"model": "m", "messages": [{"role": "user", "content": "Hi"}]}
