@@ -291,6 +291,32 @@ async def test_retries_are_configurable(serve, make_cycle):
     assert len(server.requests) == 5
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_resume_after_spent_retries_tells_the_model_why_its_last_answer_failed(
+    serve, make_cycle, calc, api
+):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2})]),
+        S.reply_text('{"name": "Paris"}'),
+        S.reply_text('{"name": "Paris", "population": 3}'),
+    )
+    cycle = make_cycle(server, api=api)
+    with pytest.raises(OutputValidationError):
+        await cycle.submit_with_tools("City?", calc, output_type=StructuredOutput(City, retries=0))
+    assert_history_valid(cycle.messages)
+
+    response = await cycle.submit_with_tools(None, calc, output_type=City)
+
+    assert response.output == City(name="Paris", population=3)
+    # The resumed request ends with the feedback on the rejected answer, as a retry's
+    # does; before, it ended with that answer, and the model was never told what failed.
+    sent = server.requests[2].json
+    last = (sent["messages"] if api == "chat" else sent["input"])[-1]
+    assert last["role"] == "user"
+    assert "population: Field required" in json.dumps(last["content"])
+    assert split_exchanges(cycle.messages) == ([], [cycle.messages])  # one exchange
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["unstreamed", "streamed"])
 @pytest.mark.parametrize("mode", ["json_schema", "tool"])
 @pytest.mark.parametrize("api", ["chat", "responses"])
