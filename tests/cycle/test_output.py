@@ -291,6 +291,28 @@ async def test_retries_are_configurable(serve, make_cycle):
     assert len(server.requests) == 5
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["unstreamed", "streamed"])
+async def test_spent_retries_raise_with_the_usage_of_every_request(serve, make_cycle, calc, stream):
+    spent = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2})], usage=spent),
+        S.reply_text('{"name": "Paris"}', usage=spent),
+        S.reply_text("not json", usage=spent),
+    )
+    cycle = make_cycle(server)
+
+    with pytest.raises(OutputValidationError) as caught:
+        if stream:
+            events = cycle.submit_stream_with_tools("City?", calc, output_type=City)
+            await events.collect()
+        else:
+            await cycle.submit_with_tools("City?", calc, output_type=City)
+
+    # The tool turn and both answers were paid for: before, the error carried no usage.
+    usage = caught.value.usage
+    assert (usage.requests, usage.prompt_tokens, usage.total_tokens) == (3, 21, 30)
+
+
 @pytest.mark.parametrize("api", ["chat", "responses"])
 async def test_a_resume_after_spent_retries_tells_the_model_why_its_last_answer_failed(
     serve, make_cycle, calc, api
