@@ -19,10 +19,12 @@ import json
 import logging
 import re
 import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Annotated, Any, Literal, NoReturn
 
+import typing_extensions
 from pydantic import (
     PydanticInvalidForJsonSchema,
     PydanticSchemaGenerationError,
@@ -402,6 +404,33 @@ def _astray(plan: OutputPlan, raw: str) -> str | None:
 
 
 def _label(output_type: Any) -> str:
+    """The type's name as the model reads it in the feedback (and the schema's name):
+    no module paths, no ``Annotated`` metadata (a ``FieldInfo``'s whole repr).
+
+    Example:
+        >>> from pydantic import BaseModel, Field
+        >>> class Cat(BaseModel):
+        ...     kind: Literal["cat"]
+        >>> class Dog(BaseModel):
+        ...     kind: Literal["dog"]
+        >>> _label(Annotated[Cat | Dog, Field(discriminator="kind")])
+        'Cat | Dog'
+        >>> _label(list[typing.Optional[Cat]]), _label(Literal["yes", "no"])
+        ('list[Cat | None]', "Literal['yes', 'no']")
+    """
+    origin, args = typing.get_origin(output_type), typing.get_args(output_type)
+    if origin is Annotated and args:
+        return _label(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_label(arg) for arg in args)
+    if origin in (Literal, typing_extensions.Literal):
+        return f"Literal[{', '.join(repr(arg) for arg in args)}]"
+    if origin is not None and args:
+        return f"{_label(origin)}[{', '.join(_label(arg) for arg in args)}]"
+    if output_type is None or output_type is type(None):
+        return "None"
+    if output_type is Ellipsis:
+        return "..."
     if isinstance(output_type, type):
         return output_type.__name__
     if isinstance(output_type, types.ModuleType):  # its repr holds its file's path

@@ -12,11 +12,11 @@ import logging
 import sys
 import uuid
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
 from openai import OpenAI
-from pydantic import BaseModel, ConfigDict, PydanticUserError
+from pydantic import BaseModel, ConfigDict, Field, PydanticUserError
 from typing_extensions import TypedDict
 
 from agcore_tools import (
@@ -289,6 +289,32 @@ async def test_retries_are_configurable(serve, make_cycle):
         await cycle.submit("Again?", output_type=StructuredOutput(City, retries=0))
     assert caught.value.attempts == 1
     assert len(server.requests) == 5
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+    lives: int
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+    name: str
+
+
+async def test_the_model_reads_a_types_plain_name_without_modules_or_annotations(serve, make_cycle):
+    pet = Annotated[Cat | Dog, Field(discriminator="kind", description="the pet")]
+    server = serve(S.reply_text('{"result": {"kind": "cat"}}'), S.reply_text("[]"))
+    cycle = make_cycle(server)
+
+    with pytest.raises(OutputValidationError) as caught:
+        await cycle.submit("Pet?", output_type=list[pet])
+
+    # Before, it read "list[Annotated[Union[tests.cycle.test_output.Cat, ...],
+    # FieldInfo(annotation=NoneType, required=True, ...)]]".
+    feedback = server.requests[1].json["messages"][-1]["content"]
+    assert feedback.startswith("Your answer is not a valid list[Cat | Dog]: result: ")
+    assert str(caught.value).startswith("the model's answer is not a valid list[Cat | Dog] after")
+    assert server.requests[0].json["response_format"]["json_schema"]["name"] == "list_Cat_Dog"
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["unstreamed", "streamed"])
