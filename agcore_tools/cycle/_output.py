@@ -65,6 +65,9 @@ _CUT = {
 _FINAL_DESCRIPTION = "Give the final answer: its arguments are the answer. Call it once, last."
 _LIMITS = frozenset({"length", "max_output_tokens"})
 _FIRST_KEY = re.compile(r'\s*\{\s*("(?:[^"\\]|\\.)*")\s*:')
+# A whole answer in a Markdown code fence: what a model writes when the server ignored
+# the response_format (llama.cpp's server without a grammar, some proxies).
+_FENCE = re.compile(r"\A\s*```(?:json)?[ \t]*\r?\n(.*)\n[ \t]*```\s*\Z", re.DOTALL | re.IGNORECASE)
 
 
 class Verdict(enum.Enum):
@@ -109,6 +112,9 @@ class OutputPlan:
 
     def validate(self, text: str) -> tuple[bool, Any, list[str]]:
         """``(True, value, [])`` for a valid answer, else ``(False, None, problems)``."""
+        fenced = _FENCE.match(text)
+        if fenced is not None and "```" not in fenced[1]:
+            text = fenced[1]  # the JSON the fence holds is the answer
         try:
             data, found = loads_finite(text, whole="")
             if found is not None:

@@ -291,6 +291,30 @@ async def test_retries_are_configurable(serve, make_cycle):
     assert len(server.requests) == 5
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_an_answer_in_a_markdown_fence_is_taken_from_it(serve, make_cycle, api):
+    # A server that ignores response_format (llama.cpp's without a grammar) lets the
+    # model fence its JSON; before, the fence failed it as "not valid JSON".
+    answer = '```json\n{"name": "Paris", "population": 2102650}\n```'
+    server = serve(S.reply_text(answer))
+    cycle = make_cycle(server, api=api)
+
+    response = await cycle.submit("City?", output_type=StructuredOutput(City, retries=0))
+
+    assert response.output == City(name="Paris", population=2102650)
+    assert response.text == answer
+    assert len(server.requests) == 1
+
+
+async def test_a_fence_with_more_than_the_json_is_no_answer(serve, make_cycle):
+    answer = '```json\n{"name": "Paris", "population": 1}\n```\nIt is Paris.'
+    server = serve(S.reply_text(answer))
+    cycle = make_cycle(server)
+
+    with pytest.raises(OutputValidationError, match="not valid JSON"):
+        await cycle.submit("City?", output_type=StructuredOutput(City, retries=0))
+
+
 class Cat(BaseModel):
     kind: Literal["cat"]
     lives: int
