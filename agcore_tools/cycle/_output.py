@@ -272,14 +272,12 @@ class OutputRun:
         if ok:
             self.value = value
             return Verdict.DONE
-        if tell:
-            # Marked, so history policies keep it with the answer it is about. Kept after
-            # the last try too, as tool mode's error result is: a resume asks again with
-            # it, rather than sending the rejected answer last, unexplained.
-            messages.append(feedback_message(self.plan.label, problems, tool=self.mode == "tool"))
         if self.retries_left == 0:
             raise OutputValidationError(self.plan.label, raw, problems, self.attempts)
         self.retries_left -= 1
+        if tell:
+            # Marked, so history policies keep it with the answer it is about.
+            messages.append(feedback_message(self.plan.label, problems, tool=self.mode == "tool"))
         return Verdict.RETRY
 
 
