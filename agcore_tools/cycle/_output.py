@@ -112,9 +112,6 @@ class OutputPlan:
 
     def validate(self, text: str) -> tuple[bool, Any, list[str]]:
         """``(True, value, [])`` for a valid answer, else ``(False, None, problems)``."""
-        fenced = _FENCE.match(text)
-        if fenced is not None and "```" not in fenced[1]:
-            text = fenced[1]  # the JSON the fence holds is the answer
         try:
             data, found = loads_finite(text, whole="")
             if found is not None:
@@ -190,7 +187,7 @@ class OutputRun:
                 messages.append(tool_message(call, aborted_text(call, "no tools are offered")))
             problems = ["it must be the JSON answer, not tool calls"]
             return self._judge(False, None, problems, turn.text, messages, tell=True)
-        ok, value, problems = self.plan.validate(turn.text)
+        ok, value, problems = self.plan.validate(_unfenced(turn.text))
         return self._judge(ok, value, problems, turn.text, messages, tell=True)
 
     def _tool_turn(self, turn: Turn, messages: list[Message], runs_tools: bool) -> Verdict:
@@ -405,6 +402,18 @@ def _astray(plan: OutputPlan, raw: str) -> str | None:
     if key in plan.fields:
         return None
     return f"its first field {key!r} is not one of {plan.label}'s"
+
+
+def _unfenced(text: str) -> str:
+    r"""The JSON of a text answer that is one Markdown code fence around it, else the
+    text. Only a text answer: a ``final_result`` call's arguments are JSON or nothing.
+
+    Example:
+        >>> _unfenced('```json\n{"a": 1}\n```'), _unfenced('```py\n{"a": 1}\n```')
+        ('{"a": 1}', '```py\n{"a": 1}\n```')
+    """
+    fenced = _FENCE.match(text)
+    return fenced[1] if fenced is not None and "```" not in fenced[1] else text
 
 
 def _label(output_type: Any) -> str:

@@ -315,6 +315,19 @@ async def test_a_fence_with_more_than_the_json_is_no_answer(serve, make_cycle):
         await cycle.submit("City?", output_type=StructuredOutput(City, retries=0))
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_final_result_call_with_fenced_arguments_is_no_answer(serve, make_cycle, api):
+    # The fence leniency is for a text answer: a tool call's arguments are JSON, and a
+    # call kept as "Final answer received." with a fence for arguments would be sent
+    # back in the history as it is.
+    fenced = '```json\n{"name": "Paris", "population": 1}\n```'
+    server = serve(S.reply_tool_calls([("final_result", fenced)]))
+    cycle = make_cycle(server, api=api)
+
+    with pytest.raises(OutputValidationError, match="not valid JSON"):
+        await cycle.submit("City?", output_type=StructuredOutput(City, mode="tool", retries=0))
+
+
 class Cat(BaseModel):
     kind: Literal["cat"]
     lives: int
