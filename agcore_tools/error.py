@@ -816,17 +816,26 @@ class OutputValidationError(LlmError):
 
     ``raw_text`` is the last answer as the model gave it (the JSON text, or the
     ``final_result`` call's arguments); ``problems`` lists its errors, one
-    ``"field: message"`` string each; ``attempts`` counts the answers checked.
+    ``"field: message"`` string each; ``attempts`` counts the answers checked;
+    ``usage`` sums the failed call's requests (its tool turns and retries too).
 
     Example:
         >>> err = OutputValidationError("City", '{"name": 3}', ["name: Input should be a valid string"], 2)
         >>> str(err)
         "the model's answer is not a valid City after 2 attempt(s): name: Input should be a valid string"
-        >>> err.raw_text
-        '{"name": 3}'
+        >>> err.raw_text, err.usage.requests
+        ('{"name": 3}', 0)
     """
 
-    def __init__(self, label: str, raw_text: str, problems: Sequence[str], attempts: int) -> None:
+    def __init__(
+        self,
+        label: str,
+        raw_text: str,
+        problems: Sequence[str],
+        attempts: int,
+        *,
+        usage: Usage | None = None,
+    ) -> None:
         listed = "; ".join(problems) if problems else "no reason given"
         super().__init__(
             f"the model's answer is not a valid {label} after {attempts} attempt(s): {listed}"
@@ -837,6 +846,8 @@ class OutputValidationError(LlmError):
         """What was wrong with it, one ``"field: message"`` string per error."""
         self.attempts = attempts
         """How many answers were checked."""
+        self.usage: Usage = usage if usage is not None else ZERO_USAGE
+        """Token counts summed over the failed call's requests."""
 
 
 class SyncCallError(ToolError, LlmError, RuntimeError):

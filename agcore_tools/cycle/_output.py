@@ -19,10 +19,12 @@ import json
 import logging
 import re
 import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Annotated, Any, Literal, NoReturn
 
+import typing_extensions
 from pydantic import (
     PydanticInvalidForJsonSchema,
     PydanticSchemaGenerationError,
@@ -63,6 +65,9 @@ _CUT = {
 _FINAL_DESCRIPTION = "Give the final answer: its arguments are the answer. Call it once, last."
 _LIMITS = frozenset({"length", "max_output_tokens"})
 _FIRST_KEY = re.compile(r'\s*\{\s*("(?:[^"\\]|\\.)*")\s*:')
+# A whole answer in a Markdown code fence: what a model writes when the server ignored
+# the response_format (llama.cpp's server without a grammar, some proxies).
+_FENCE = re.compile(r"\A\s*```(?:json)?[ \t]*\r?\n(.*)\n[ \t]*```\s*\Z", re.DOTALL | re.IGNORECASE)
 
 
 class Verdict(enum.Enum):
@@ -182,7 +187,7 @@ class OutputRun:
                 messages.append(tool_message(call, aborted_text(call, "no tools are offered")))
             problems = ["it must be the JSON answer, not tool calls"]
             return self._judge(False, None, problems, turn.text, messages, tell=True)
-        ok, value, problems = self.plan.validate(turn.text)
+        ok, value, problems = self.plan.validate(_unfenced(turn.text))
         return self._judge(ok, value, problems, turn.text, messages, tell=True)
 
     def _tool_turn(self, turn: Turn, messages: list[Message], runs_tools: bool) -> Verdict:
@@ -399,7 +404,46 @@ def _astray(plan: OutputPlan, raw: str) -> str | None:
     return f"its first field {key!r} is not one of {plan.label}'s"
 
 
+def _unfenced(text: str) -> str:
+    r"""The JSON of a text answer that is one Markdown code fence around it, else the
+    text. Only a text answer: a ``final_result`` call's arguments are JSON or nothing.
+
+    Example:
+        >>> _unfenced('```json\n{"a": 1}\n```'), _unfenced('```py\n{"a": 1}\n```')
+        ('{"a": 1}', '```py\n{"a": 1}\n```')
+    """
+    fenced = _FENCE.match(text)
+    return fenced[1] if fenced is not None and "```" not in fenced[1] else text
+
+
 def _label(output_type: Any) -> str:
+    """The type's name as the model reads it in the feedback (and the schema's name):
+    no module paths, no ``Annotated`` metadata (a ``FieldInfo``'s whole repr).
+
+    Example:
+        >>> from pydantic import BaseModel, Field
+        >>> class Cat(BaseModel):
+        ...     kind: Literal["cat"]
+        >>> class Dog(BaseModel):
+        ...     kind: Literal["dog"]
+        >>> _label(Annotated[Cat | Dog, Field(discriminator="kind")])
+        'Cat | Dog'
+        >>> _label(list[typing.Optional[Cat]]), _label(Literal["yes", "no"])
+        ('list[Cat | None]', "Literal['yes', 'no']")
+    """
+    origin, args = typing.get_origin(output_type), typing.get_args(output_type)
+    if origin is Annotated and args:
+        return _label(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_label(arg) for arg in args)
+    if origin in (Literal, typing_extensions.Literal):
+        return f"Literal[{', '.join(repr(arg) for arg in args)}]"
+    if origin is not None and args:
+        return f"{_label(origin)}[{', '.join(_label(arg) for arg in args)}]"
+    if output_type is None or output_type is type(None):
+        return "None"
+    if output_type is Ellipsis:
+        return "..."
     if isinstance(output_type, type):
         return output_type.__name__
     if isinstance(output_type, types.ModuleType):  # its repr holds its file's path

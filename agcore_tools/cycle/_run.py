@@ -512,6 +512,7 @@ class Run:
                     try:
                         verdict = output.end_turn(result, messages, offered is not None)
                     except OutputValidationError as exc:
+                        exc.usage = usage  # what the failed call's requests cost
                         failed = exc
                 last = verdict is Verdict.DONE or (
                     verdict is None and failed is None and (not result.calls or offered is None)

@@ -12,11 +12,11 @@ import logging
 import sys
 import uuid
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
 from openai import OpenAI
-from pydantic import BaseModel, ConfigDict, PydanticUserError
+from pydantic import BaseModel, ConfigDict, Field, PydanticUserError
 from typing_extensions import TypedDict
 
 from agcore_tools import (
@@ -289,6 +289,119 @@ async def test_retries_are_configurable(serve, make_cycle):
         await cycle.submit("Again?", output_type=StructuredOutput(City, retries=0))
     assert caught.value.attempts == 1
     assert len(server.requests) == 5
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_an_answer_in_a_markdown_fence_is_taken_from_it(serve, make_cycle, api):
+    # A server that ignores response_format (llama.cpp's without a grammar) lets the
+    # model fence its JSON; before, the fence failed it as "not valid JSON".
+    answer = '```json\n{"name": "Paris", "population": 2102650}\n```'
+    server = serve(S.reply_text(answer))
+    cycle = make_cycle(server, api=api)
+
+    response = await cycle.submit("City?", output_type=StructuredOutput(City, retries=0))
+
+    assert response.output == City(name="Paris", population=2102650)
+    assert response.text == answer
+    assert len(server.requests) == 1
+
+
+async def test_a_fence_with_more_than_the_json_is_no_answer(serve, make_cycle):
+    answer = '```json\n{"name": "Paris", "population": 1}\n```\nIt is Paris.'
+    server = serve(S.reply_text(answer))
+    cycle = make_cycle(server)
+
+    with pytest.raises(OutputValidationError, match="not valid JSON"):
+        await cycle.submit("City?", output_type=StructuredOutput(City, retries=0))
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_final_result_call_with_fenced_arguments_is_no_answer(serve, make_cycle, api):
+    # The fence leniency is for a text answer: a tool call's arguments are JSON, and a
+    # call kept as "Final answer received." with a fence for arguments would be sent
+    # back in the history as it is.
+    fenced = '```json\n{"name": "Paris", "population": 1}\n```'
+    server = serve(S.reply_tool_calls([("final_result", fenced)]))
+    cycle = make_cycle(server, api=api)
+
+    with pytest.raises(OutputValidationError, match="not valid JSON"):
+        await cycle.submit("City?", output_type=StructuredOutput(City, mode="tool", retries=0))
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+    lives: int
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+    name: str
+
+
+async def test_the_model_reads_a_types_plain_name_without_modules_or_annotations(serve, make_cycle):
+    pet = Annotated[Cat | Dog, Field(discriminator="kind", description="the pet")]
+    server = serve(S.reply_text('{"result": {"kind": "cat"}}'), S.reply_text("[]"))
+    cycle = make_cycle(server)
+
+    with pytest.raises(OutputValidationError) as caught:
+        await cycle.submit("Pet?", output_type=list[pet])
+
+    # Before, it read "list[Annotated[Union[tests.cycle.test_output.Cat, ...],
+    # FieldInfo(annotation=NoneType, required=True, ...)]]".
+    feedback = server.requests[1].json["messages"][-1]["content"]
+    assert feedback.startswith("Your answer is not a valid list[Cat | Dog]: result: ")
+    assert str(caught.value).startswith("the model's answer is not a valid list[Cat | Dog] after")
+    assert server.requests[0].json["response_format"]["json_schema"]["name"] == "list_Cat_Dog"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["unstreamed", "streamed"])
+async def test_spent_retries_raise_with_the_usage_of_every_request(serve, make_cycle, calc, stream):
+    spent = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2})], usage=spent),
+        S.reply_text('{"name": "Paris"}', usage=spent),
+        S.reply_text("not json", usage=spent),
+    )
+    cycle = make_cycle(server)
+
+    with pytest.raises(OutputValidationError) as caught:
+        if stream:
+            events = cycle.submit_stream_with_tools("City?", calc, output_type=City)
+            await events.collect()
+        else:
+            await cycle.submit_with_tools("City?", calc, output_type=City)
+
+    # The tool turn and both answers were paid for: before, the error carried no usage.
+    usage = caught.value.usage
+    assert (usage.requests, usage.prompt_tokens, usage.total_tokens) == (3, 21, 30)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_new_prompt_after_spent_retries_follows_the_rejected_answer(
+    serve, make_cycle, calc, api
+):
+    # The history after OutputValidationError ends with the rejected answer, not with a
+    # feedback asking for it again: the app's next question would follow that feedback,
+    # two user messages in a row (refused by chat templates that want roles to
+    # alternate), the model told to answer the old question again right before it.
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2})]),
+        S.reply_text('{"name": "Paris"}'),
+        S.reply_text('{"name": "Lyon", "population": 3}'),
+    )
+    cycle = make_cycle(server, api=api)
+    with pytest.raises(OutputValidationError):
+        await cycle.submit_with_tools("City?", calc, output_type=StructuredOutput(City, retries=0))
+    assert_history_valid(cycle.messages)
+    assert cycle.messages[-1]["role"] == "assistant"
+
+    response = await cycle.submit_with_tools("Another city?", calc, output_type=City)
+
+    assert response.output == City(name="Lyon", population=3)
+    sent = server.requests[2].json
+    roles = [item.get("role") for item in (sent["messages"] if api == "chat" else sent["input"])]
+    assert roles[-2:] == ["assistant", "user"]
+    assert "not a valid City" not in json.dumps(sent)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["unstreamed", "streamed"])
