@@ -39,8 +39,8 @@ from ._aio import all_done, first_done, with_timeout
 from ._execute import as_completed
 from ._listing import parameters_of, python_signatures
 from ._otel import described
+from ._program_values import as_listed, program_value, settled
 from ._records import ParsedCall, ToolCall, ToolInvocation
-from ._returns import wraps_plain_value
 from ._sandbox import (
     DEFAULT_LIMITS,
     MAX_PRINTED,
@@ -58,7 +58,6 @@ from ._unicode import scrub_json
 from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext, definition_name
 from .calls import NON_FINITE_REFUSED, approval_requests, non_finite, not_a_number
-from .content import CONTENT_TYPES
 from .error import (
     ApprovalError,
     ProgramError,
@@ -75,7 +74,6 @@ __all__ = [
     "PROGRAM_STATE",
     "RUN_PYTHON",
     "UNAWAITED_CALLS_FAIL",
-    "WRAPPED_AGAIN",
     "ProgramPaused",
     "RunPythonTool",
     "SandboxFactory",
@@ -98,11 +96,6 @@ CALLS_LIMITED: ContextVar[bool] = ContextVar("agcore_tools_calls_limited", defau
 ``max_calls``. Before, only Monty's ``max_suspensions`` bounded them, restarting at
 every restore: a Temporal workflow started before keeps that on replay
 (``workflow.patched``)."""
-
-WRAPPED_AGAIN: ContextVar[bool] = ContextVar("agcore_tools_wrapped_again", default=True)
-"""Whether a plain value an MCP adapter unwrapped for the model reaches a program as
-the ``{"result": v}`` its listing promises. A Temporal workflow started before keeps
-the value as it came on replay (``workflow.patched``)."""
 
 PROGRAM_STATE = "program_state"
 """The key of a paused program's state on its open ``run_python`` call in the history."""
@@ -278,78 +271,6 @@ class RunPythonTool(BaseTool):
         failed = ProgramError(reason, report(reason))
         failed.__cause__ = error
         return dataclasses.replace(invocation, error=failed)
-
-
-def program_value(value: Any, tool: str) -> Any:
-    """A tool's output as a program receives it: an image, sound or file (or bytes that
-    are no UTF-8 text) becomes a short text naming it, since a program can do nothing
-    with pixels, and their bytes are no JSON.
-
-    Example:
-        >>> from agcore_tools import Image
-        >>> shot = program_value({"shot": Image(b"GIF89a" + bytes(10))}, "snap")["shot"]
-        >>> shot.split(":")[0]
-        "[image/gif image of 16 bytes from tool 'snap'"
-    """
-    if isinstance(value, CONTENT_TYPES):
-        kind = type(value).__name__.lower()
-        return (
-            f"[{value.media_type} {kind} of {value.size} bytes from tool '{tool}': a program "
-            "cannot see it; call the tool directly to show it to the model]"
-        )
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        raw = bytes(value)
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return f"[{len(raw)} bytes of binary data from tool '{tool}': a program cannot read them]"  # fmt: skip
-    if isinstance(value, Mapping):
-        return {key: program_value(item, tool) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [program_value(item, tool) for item in value]
-    return value
-
-
-def _as_listed(output: Any, tool: BaseTool | None) -> Any:
-    """An object-returning tool's output as its listing says: an MCP tool's
-    ``structuredContent`` sent with images or sounds arrives as ``[object, *media]``
-    (see :mod:`agcore_tools.mcp._results`), and a program, which cannot see the media,
-    gets the object alone; a plain value the adapter unwrapped for the model arrives
-    as ``v``, and a program gets ``{"result": v}``."""
-    schema = tool.output_schema if tool is not None else None
-    if (
-        isinstance(schema, Mapping)
-        and schema.get("type") == "object"
-        and isinstance(output, list)
-        and len(output) > 1
-        and isinstance(output[0], Mapping)
-        and all(_media(part) for part in output[1:])
-    ):
-        return output[0]
-    if wraps_plain_value(schema) and not isinstance(output, Mapping) and WRAPPED_AGAIN.get():
-        return {"result": output}
-    return output
-
-
-def _media(part: Any) -> bool:
-    """Whether ``part``, beside an MCP tool's structured value, is media a program
-    cannot see: an image, sound or file; an embedded resource's blob; or an image or
-    audio part kept as the server sent it (its data was no base64 of its type)."""
-    if isinstance(part, CONTENT_TYPES):
-        return True
-    if not isinstance(part, Mapping):
-        return False
-    resource = part.get("resource")
-    if part.get("type") == "resource" and isinstance(resource, Mapping):
-        return "blob" in resource
-    return part.get("type") in ("image", "audio") and "data" in part
-
-
-def _settled(entry: Mapping[str, Any]) -> dict[str, Any]:
-    if "error" in entry:
-        kind, message = entry["error"]
-        return {"exc_type": kind, "message": message}
-    return {"return_value": entry["value"]}
 
 
 class _Program:
@@ -547,7 +468,7 @@ class _Program:
             self._done[number] = {"error": ["RuntimeError", why]}
         elif error is None:
             try:
-                output = _as_listed(invocation.output, self._tool.table.get(invocation.tool_name))
+                output = as_listed(invocation.output, self._tool.table.get(invocation.tool_name))
                 value = program_value(output, invocation.tool_name)
                 # A lone surrogate (a file name os.listdir decoded) as U+FFFD, as the
                 # model reads it: the sandbox takes no text UTF-8 cannot encode.
@@ -583,7 +504,7 @@ class _Program:
             await first_done(tasks)
             for number in [n for n, t in self._running.items() if t.done()]:
                 self._settle(number, self._running.pop(number))
-        return {n: _settled(self._done.pop(n)) for n in pending if n in self._done}
+        return {n: settled(self._done.pop(n)) for n in pending if n in self._done}
 
     async def _settle_all(self) -> None:
         await all_done(list(self._running.values()))  # bounded as above
