@@ -57,7 +57,14 @@ from ._table import ToolTable
 from ._unicode import scrub_json
 from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext, definition_name
-from .calls import NON_FINITE_REFUSED, approval_requests, non_finite, not_a_number
+from .calls import (
+    EDITS_NOTED,
+    NON_FINITE_REFUSED,
+    approval_requests,
+    non_finite,
+    not_a_number,
+    noted_arguments,
+)
 from .error import (
     ApprovalError,
     ProgramError,
@@ -288,6 +295,8 @@ class _Program:
         self._printed: list[str] = []
         self._dropped = False
         self._ran: list[str] = []
+        # Notes of the calls an approval edited, across its pauses: what heads its output.
+        self._edited: list[str] = []
         self._started: dict[int, tuple[str, dict[str, Any]]] = {}
         self._calls = 0  # the tool calls the program made, across its pauses
         # The calls the program awaited (alone or in a gather), across its pauses: one
@@ -300,7 +309,7 @@ class _Program:
     def report(self, traceback: str) -> str:
         """What the model reads of a failed program: its output, its traceback, and the
         calls that ran (a fixed program should not make again the ones with effects)."""
-        parts = [with_printed("".join(self._printed), traceback.rstrip("\n"))]
+        parts = [*self._edited, with_printed("".join(self._printed), traceback.rstrip("\n"))]
         if self._ran:
             shown = self._ran[:20]
             more = f"\n  ... and {len(self._ran) - 20} more" if len(self._ran) > 20 else ""
@@ -330,6 +339,7 @@ class _Program:
         self._done = {int(k): v for k, v in state.get("done", {}).items()}
         self._waiting = {int(w["id"]): w for w in state.get("waiting", ())}
         self._ran = [str(line) for line in state.get("ran", ())]  # absent in older states
+        self._edited = [str(line) for line in state.get("edited", ())]  # and this
         self._calls = int(state.get("calls", len(self._ran) + len(self._waiting)))  # so is this
         pending = [int(n) for n in state.get("pending", ())]
         # Absent in older states: each call they had made counts as awaited.
@@ -349,8 +359,22 @@ class _Program:
             if "declined" in answer:
                 self._done[int(number)] = {"error": ["PermissionError", answer["declined"]]}
             else:
+                self._note_edit(waiting["tool"], waiting["arguments"], answer["run"])
                 self._start(int(number), waiting["tool"], answer["run"])
         return segment
+
+    def _note_edit(self, tool: str, asked: Any, ran: Any) -> None:
+        """Note a call an approval made run with other arguments than the program's: the
+        model reads the program's code, with its own arguments, and must read what ran
+        (a Temporal run begun before ``agcore-edited-calls-noted`` read no note)."""
+        if ran == asked or not EDITS_NOTED.get():
+            return
+        function = {called: name for name, (called, _, _) in self._tool.functions.items()}
+        self._edited.append(
+            f"[the user edited the arguments of the program's call to "
+            f"{function.get(tool, tool)}() before it ran: the program gave "
+            f"{noted_arguments(asked)}; it ran with {noted_arguments(ran)}]"
+        )
 
     async def run(self, segment: Segment) -> Any:
         while True:
@@ -404,7 +428,7 @@ class _Program:
 
     def _text(self, value: Any) -> str:
         printed = "".join(self._printed)
-        parts = [printed.rstrip("\n")] if printed else []
+        parts = [*self._edited, printed.rstrip("\n")] if printed else [*self._edited]
         if self._dropped:
             parts.append(f"[the program printed over {MAX_PRINTED} characters; the rest was dropped]")  # fmt: skip
         if value is not None:
@@ -525,6 +549,8 @@ class _Program:
             "awaited": sorted(self._awaited),
             "redactions": dict(self._redactions),
         }
+        if self._edited:  # absent otherwise, as in the states of earlier versions
+            state["edited"] = list(self._edited)
         requests = tuple(
             ApprovalRequest(
                 inner_call_id(self._outer, w["id"]), w["tool"], w["arguments"], w["reason"]

@@ -20,6 +20,7 @@ from ._approval import (
     approval_requests,
     check_answer,
     edit_notes,
+    noted_arguments,
     rule_verdict,
     screen_calls,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "model_text",
     "non_finite",
     "not_a_number",
+    "noted_arguments",
     "parse_call",
     "preflight",
     "refusal",

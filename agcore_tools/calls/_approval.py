@@ -46,6 +46,7 @@ __all__ = [
     "approval_requests",
     "check_answer",
     "edit_notes",
+    "noted_arguments",
     "rule_verdict",
     "screen_calls",
 ]
@@ -409,11 +410,23 @@ def edit_notes(before: Iterable[ParsedCall], after: Iterable[ParsedCall]) -> dic
     return {
         call.call_id: (
             "[the user edited this call's arguments before it ran; it ran with "
-            f"{_short(_as_model_reads(call.args))}]\n"
+            f"{noted_arguments(call.args)}]\n"
         )
         for call in running
         if ids[call.call_id] == 1 and call.call_id in asked and asked[call.call_id] != call.args
     }
+
+
+def noted_arguments(arguments: Any) -> str:
+    """``arguments`` as an edit note shows them to the model: written as pydantic writes
+    them for the model (a model's excluded fields and JSON-masked secrets stay out),
+    as JSON, cut at 120 characters.
+
+    Example:
+        >>> noted_arguments({"amount": 50, "note": "x" * 200})[:30]
+        '{"amount": 50, "note": "xxxxxx'
+    """
+    return _short(_as_model_reads(arguments))
 
 
 def check_answer(

@@ -1,0 +1,126 @@
+"""Code mode: an approval that edits the arguments of a program's call. The model reads
+only the program's output beside its own code, so the output says what ran. Each test
+failed before its fix."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import pytest
+
+from agcore_tools import CodeMode, ToolRegistry
+from agcore_tools.calls import EDITS_NOTED
+
+from .conftest import S, assert_history_valid, tool_messages
+
+pytest.importorskip("pydantic_monty")
+
+
+@pytest.fixture
+def payments() -> ToolRegistry:
+    """``refund`` needs approval; ``payments.runs`` lists the refunds that ran."""
+    registry = ToolRegistry()
+    runs: list[tuple[int, float]] = []
+    registry.runs = runs  # type: ignore[attr-defined]
+
+    @registry.tool(needs_approval=True)
+    def refund(order_id: int, amount: float) -> str:
+        """Refund part of an order."""
+        runs.append((order_id, amount))
+        return "done"
+
+    return registry
+
+
+def program(code: str) -> Any:
+    return S.reply_tool_calls([("run_python", {"code": textwrap.dedent(code)}, "c_prog")])
+
+
+def result_of(server: Any, request: int) -> str:
+    return tool_messages(server.requests[request].json["messages"])["c_prog"]
+
+
+EDIT_NOTE = (
+    "[the user edited the arguments of the program's call to refund() before it ran: "
+    'the program gave {"amount": 500.0, "order_id": 7}; it ran with '
+    '{"amount": 50.0, "order_id": 7}]'
+)
+
+
+async def test_an_edited_call_of_a_program_is_noted_at_the_head_of_its_output(
+    serve, make_cycle, payments
+):
+    server = serve(
+        program('r = await refund(7, 500.0)\nprint("refund", r)'), S.reply_text("Refunded.")
+    )
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("refund 500 on 7", payments, select=CodeMode())
+    [request] = paused.pending_approvals
+    assert request.arguments == {"order_id": 7, "amount": 500.0}
+
+    await cycle.submit_with_tools(
+        None,
+        payments,
+        select=CodeMode(),
+        approvals=[request.approve(arguments={"order_id": 7, "amount": 50.0})],
+    )
+
+    assert payments.runs == [(7, 50.0)]
+    # Before: "refund done" alone, beside the model's code refunding 500.
+    assert result_of(server, 1) == f"{EDIT_NOTE}\nrefund done"
+    assert_history_valid(cycle.messages)
+
+
+async def test_the_note_outlives_a_second_pause_and_heads_a_failed_programs_report(
+    serve, make_cycle, payments
+):
+    server = serve(
+        program(
+            """
+            await refund(7, 500.0)
+            await refund(8, 5.0)
+            raise ValueError("boom")
+            """
+        ),
+        S.reply_text("ok"),
+    )
+    key = b"k" * 32
+    cycle = make_cycle(server, approval_key=key)
+    paused = await cycle.submit_with_tools("go", payments, select=CodeMode())
+    [first] = paused.pending_approvals
+    paused = await cycle.submit_with_tools(
+        None,
+        payments,
+        select=CodeMode(),
+        approvals=[first.approve(arguments={"order_id": 7, "amount": 50.0})],
+    )
+    [second] = paused.pending_approvals  # the program paused again, its state saved
+    assert second.arguments == {"order_id": 8, "amount": 5.0}
+    await cycle.submit_with_tools(None, payments, select=CodeMode(), approvals=[second.approve()])
+
+    assert payments.runs == [(7, 50.0), (8, 5.0)]
+    report = result_of(server, 1)
+    lines = report.splitlines()
+    assert lines[:2] == ["Error: tool 'run_python' failed: ValueError: boom", EDIT_NOTE]
+    assert report.count("[the user edited") == 1  # the unedited approval adds none
+
+
+async def test_a_temporal_run_begun_before_the_patch_reads_no_note(serve, make_cycle, payments):
+    server = serve(program("await refund(7, 500.0)"), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", payments, select=CodeMode())
+    [request] = paused.pending_approvals
+    token = EDITS_NOTED.set(False)  # as ToolLoopWorkflow sets it for such a run
+    try:
+        await cycle.submit_with_tools(
+            None,
+            payments,
+            select=CodeMode(),
+            approvals=[request.approve(arguments={"order_id": 7, "amount": 50.0})],
+        )
+    finally:
+        EDITS_NOTED.reset(token)
+
+    assert payments.runs == [(7, 50.0)]
+    assert result_of(server, 1) == 'result: "done"'
