@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+import pydantic
 import pytest
 
 from agcore_tools import CodeMode, ToolRegistry
@@ -124,3 +125,33 @@ async def test_a_temporal_run_begun_before_the_patch_reads_no_note(serve, make_c
 
     assert payments.runs == [(7, 50.0)]
     assert result_of(server, 1) == 'result: "done"'
+
+
+class Order(pydantic.BaseModel):
+    id: int
+    note: str = pydantic.Field(default="", exclude=True)  # never sent to a model
+
+
+async def test_the_calls_a_failed_program_made_show_arguments_as_the_model_reads_them(
+    serve, make_cycle
+):
+    registry = ToolRegistry()
+
+    @registry.tool(needs_approval=True)
+    def place(order: Order) -> str:
+        """Place an order."""
+        return f"placed {order.id}"
+
+    server = serve(program('await place({"id": 1})\nraise ValueError("boom")'), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", registry, select=CodeMode())
+    [request] = paused.pending_approvals
+    edited = {"order": Order(id=2, note="internal: customer is on a watch list")}
+    await cycle.submit_with_tools(
+        None, registry, select=CodeMode(), approvals=[request.approve(arguments=edited)]
+    )
+
+    report = result_of(server, 1)
+    assert "place(order={'id': 2}) -> ok" in report.splitlines()[-1]
+    # Before: the line was written with repr(), Order(id=2, note='internal: ...').
+    assert "watch list" not in report
