@@ -54,6 +54,7 @@ from ._sandbox import (
     with_printed,
 )
 from ._table import ToolTable
+from ._text import noted_arguments
 from ._unicode import scrub_json
 from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext, definition_name
@@ -63,7 +64,6 @@ from .calls import (
     approval_requests,
     non_finite,
     not_a_number,
-    noted_arguments,
 )
 from .error import (
     ApprovalError,

@@ -20,7 +20,6 @@ from ._approval import (
     approval_requests,
     check_answer,
     edit_notes,
-    noted_arguments,
     rule_verdict,
     screen_calls,
 )
@@ -72,7 +71,6 @@ __all__ = [
     "model_text",
     "non_finite",
     "not_a_number",
-    "noted_arguments",
     "parse_call",
     "preflight",
     "refusal",

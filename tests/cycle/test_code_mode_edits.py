@@ -155,3 +155,18 @@ async def test_the_calls_a_failed_program_made_show_arguments_as_the_model_reads
     assert "place(order={'id': 2}) -> ok" in report.splitlines()[-1]
     # Before: the line was written with repr(), Order(id=2, note='internal: ...').
     assert "watch list" not in report
+
+
+def test_the_notes_arguments_are_written_by_one_private_helper() -> None:
+    # A direct call's edit note and a program's write arguments with one helper, in a
+    # private module low in the layers: not a name agcore_tools.calls exports.
+    import agcore_tools.calls
+    from agcore_tools import _code_mode, _text
+    from agcore_tools.calls import _approval
+
+    assert "noted_arguments" not in agcore_tools.calls.__all__
+    assert _code_mode.noted_arguments is _approval.noted_arguments is _text.noted_arguments
+    edited = {"order": Order(id=2, note="internal"), "memo": "x" * 200}
+    noted = _text.noted_arguments(edited)
+    assert noted.startswith('{"memo": "xxx') and noted.endswith("...")
+    assert len(noted) == 120 and "internal" not in noted
