@@ -12,6 +12,7 @@ import pytest
 
 from agcore_tools import CodeMode, ToolRegistry
 from agcore_tools.calls import EDITS_NOTED
+from agcore_tools.error import ApprovalError
 
 from .conftest import S, assert_history_valid, tool_messages
 
@@ -170,3 +171,41 @@ def test_the_notes_arguments_are_written_by_one_private_helper() -> None:
     noted = _text.noted_arguments(edited)
     assert noted.startswith('{"memo": "xxx') and noted.endswith("...")
     assert len(noted) == 120 and "internal" not in noted
+
+
+@pytest.mark.parametrize("edited", ["a note", [1], {"0": "a note"}])
+async def test_a_malformed_edit_list_in_a_paused_state_is_refused_naming_it(
+    serve, make_cycle, payments, edited
+):
+    server = serve(program("await refund(7, 500.0)"), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", payments, select=CodeMode())
+    [request] = paused.pending_approvals
+    [open_call] = cycle.messages[-1]["tool_calls"]
+    open_call["program_state"]["edited"] = edited
+
+    expected = "malformed state in the history: 'edited' is not a list of texts"
+    with pytest.raises(ApprovalError, match=expected):
+        await cycle.submit_with_tools(
+            None, payments, select=CodeMode(), approvals=[request.approve()]
+        )
+    assert payments.runs == []
+
+
+async def test_with_an_approval_key_a_changed_edit_note_is_refused(serve, make_cycle, payments):
+    server = serve(program("await refund(7, 500.0)\nawait refund(8, 5.0)"), S.reply_text("ok"))
+    cycle = make_cycle(server, approval_key=b"k" * 32)
+    paused = await cycle.submit_with_tools("go", payments, select=CodeMode())
+    [first] = paused.pending_approvals
+    edit = first.approve(arguments={"order_id": 7, "amount": 50.0})
+    paused = await cycle.submit_with_tools(None, payments, select=CodeMode(), approvals=[edit])
+    [second] = paused.pending_approvals
+    [open_call] = cycle.messages[-1]["tool_calls"]
+    assert open_call["program_state"]["edited"] == [EDIT_NOTE]  # signed with the rest
+    open_call["program_state"]["edited"] = []  # the model would not read what ran
+
+    with pytest.raises(ApprovalError, match="its state in the history was changed"):
+        await cycle.submit_with_tools(
+            None, payments, select=CodeMode(), approvals=[second.approve()]
+        )
+    assert payments.runs == [(7, 50.0)]
