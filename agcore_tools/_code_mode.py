@@ -280,15 +280,16 @@ class RunPythonTool(BaseTool):
         return dataclasses.replace(invocation, error=failed)
 
 
-def _as_model_reads(value: Any) -> Any:
-    """An argument as pydantic writes it for the model, as an edit note writes it: an
-    app's model (an approval's edited arguments) without its excluded fields and with
-    its JSON-masked secrets masked, where its repr() would show them. A program's own
-    values are plain, and come back as they were."""
+def _listed(value: Any) -> str:
+    """An argument in the lines listing a program's calls, written as pydantic writes it
+    for the model, as an edit note writes it: an app's model (an approval's edited
+    arguments) without its excluded fields and with its JSON-masked secrets masked,
+    where its repr() would show them. A program's own values are plain JSON, and read
+    as their repr() did."""
     try:
-        return to_jsonable_python(value, fallback=str)
-    except ValueError:  # a lone surrogate in a key, a container holding itself
-        return None
+        return repr(to_jsonable_python(value, fallback=str))
+    except ValueError:  # bytes that are no UTF-8, a lone surrogate in a key
+        return f"<a {type(value).__name__} value that cannot be written as JSON>"
 
 
 class _Program:
@@ -484,7 +485,7 @@ class _Program:
 
     def _note(self, tool: str, given: Any, outcome: str) -> None:
         given = given if isinstance(given, Mapping) else {}
-        arguments = ", ".join(f"{k}={_as_model_reads(v)!r}" for k, v in given.items())
+        arguments = ", ".join(f"{k}={_listed(v)}" for k, v in given.items())
         self._ran.append(f"{tool}({arguments[:160]}) -> {outcome[:160]}")
 
     def _note_ended(self, invocation: ToolInvocation) -> None:

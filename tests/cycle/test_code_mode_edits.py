@@ -209,3 +209,37 @@ async def test_with_an_approval_key_a_changed_edit_note_is_refused(serve, make_c
             None, payments, select=CodeMode(), approvals=[second.approve()]
         )
     assert payments.runs == [(7, 50.0)]
+
+
+async def test_an_edited_argument_pydantic_cannot_write_is_named_in_the_calls_listed(
+    serve, make_cycle
+):
+    registry = ToolRegistry()
+
+    @registry.tool(needs_approval=True)
+    def upload(data: bytes) -> str:
+        """Upload bytes."""
+        return f"{len(data)} bytes"
+
+    server = serve(program('await upload("x")\nraise ValueError("boom")'), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", registry, select=CodeMode())
+    [request] = paused.pending_approvals
+    edited = {"data": b"\xff\xfe"}  # no UTF-8: pydantic cannot write it for the model
+    await cycle.submit_with_tools(
+        None, registry, select=CodeMode(), approvals=[request.approve(arguments=edited)]
+    )
+
+    # Before: "upload(data=None) -> ok", as if the call had run with None.
+    last = result_of(server, 1).splitlines()[-1]
+    assert last == "  upload(data=<a bytes value that cannot be written as JSON>) -> ok"
+
+
+def test_a_programs_own_arguments_are_listed_as_repr_wrote_them() -> None:
+    # A program's arguments are JSON values (the sandbox's, or a workflow's history's):
+    # their lines read as before, so a replayed run's report keeps its text ungated.
+    from agcore_tools._code_mode import _listed
+
+    plain = [1e100, 1e16, -0.0, 0.1, 10**30, "it's", 'say "hi"', True, None, [1.5, [2]]]
+    for value in [*plain, {"a": {"b": [1, None]}, "z": "\u00e9"}, float("inf"), float("nan")]:
+        assert _listed(value) == repr(value)
