@@ -243,3 +243,27 @@ def test_a_programs_own_arguments_are_listed_as_repr_wrote_them() -> None:
     plain = [1e100, 1e16, -0.0, 0.1, 10**30, "it's", 'say "hi"', True, None, [1.5, [2]]]
     for value in [*plain, {"a": {"b": [1, None]}, "z": "\u00e9"}, float("inf"), float("nan")]:
         assert _listed(value) == repr(value)
+
+
+async def test_a_new_prompt_declining_a_paused_program_keeps_its_edit_notes(
+    serve, make_cycle, payments
+):
+    server = serve(
+        program("await refund(7, 500.0)\nawait refund(8, 5.0)"), S.reply_text("moved on")
+    )
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", payments, select=CodeMode())
+    [first] = paused.pending_approvals
+    edit = first.approve(arguments={"order_id": 7, "amount": 50.0})
+    await cycle.submit_with_tools(None, payments, select=CodeMode(), approvals=[edit])
+    await cycle.submit_with_tools("never mind", payments, select=CodeMode())
+
+    # Before: the calls that ran, without the note the model's code needs beside them.
+    told = result_of(server, 1).splitlines()
+    assert told[0].startswith("Error: the user declined the call to tool 'run_python'")
+    assert told[1:] == [
+        EDIT_NOTE,
+        "Calls of the program that ran before its pause (do not repeat the ones that change "
+        "something):",
+        "  refund(order_id=7, amount=50.0) -> ok",
+    ]
