@@ -39,8 +39,8 @@ from ._aio import all_done, first_done, with_timeout
 from ._execute import as_completed
 from ._listing import parameters_of, python_signatures
 from ._otel import described
+from ._program_values import as_listed, program_value, settled
 from ._records import ParsedCall, ToolCall, ToolInvocation
-from ._returns import wraps_plain_value
 from ._sandbox import (
     DEFAULT_LIMITS,
     MAX_PRINTED,
@@ -54,11 +54,17 @@ from ._sandbox import (
     with_printed,
 )
 from ._table import ToolTable
+from ._text import noted_arguments
 from ._unicode import scrub_json
 from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext, definition_name
-from .calls import NON_FINITE_REFUSED, approval_requests, non_finite, not_a_number
-from .content import CONTENT_TYPES
+from .calls import (
+    EDITS_NOTED,
+    NON_FINITE_REFUSED,
+    approval_requests,
+    non_finite,
+    not_a_number,
+)
 from .error import (
     ApprovalError,
     ProgramError,
@@ -75,7 +81,6 @@ __all__ = [
     "PROGRAM_STATE",
     "RUN_PYTHON",
     "UNAWAITED_CALLS_FAIL",
-    "WRAPPED_AGAIN",
     "ProgramPaused",
     "RunPythonTool",
     "SandboxFactory",
@@ -98,11 +103,6 @@ CALLS_LIMITED: ContextVar[bool] = ContextVar("agcore_tools_calls_limited", defau
 ``max_calls``. Before, only Monty's ``max_suspensions`` bounded them, restarting at
 every restore: a Temporal workflow started before keeps that on replay
 (``workflow.patched``)."""
-
-WRAPPED_AGAIN: ContextVar[bool] = ContextVar("agcore_tools_wrapped_again", default=True)
-"""Whether a plain value an MCP adapter unwrapped for the model reaches a program as
-the ``{"result": v}`` its listing promises. A Temporal workflow started before keeps
-the value as it came on replay (``workflow.patched``)."""
 
 PROGRAM_STATE = "program_state"
 """The key of a paused program's state on its open ``run_python`` call in the history."""
@@ -280,76 +280,16 @@ class RunPythonTool(BaseTool):
         return dataclasses.replace(invocation, error=failed)
 
 
-def program_value(value: Any, tool: str) -> Any:
-    """A tool's output as a program receives it: an image, sound or file (or bytes that
-    are no UTF-8 text) becomes a short text naming it, since a program can do nothing
-    with pixels, and their bytes are no JSON.
-
-    Example:
-        >>> from agcore_tools import Image
-        >>> shot = program_value({"shot": Image(b"GIF89a" + bytes(10))}, "snap")["shot"]
-        >>> shot.split(":")[0]
-        "[image/gif image of 16 bytes from tool 'snap'"
-    """
-    if isinstance(value, CONTENT_TYPES):
-        kind = type(value).__name__.lower()
-        return (
-            f"[{value.media_type} {kind} of {value.size} bytes from tool '{tool}': a program "
-            "cannot see it; call the tool directly to show it to the model]"
-        )
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        raw = bytes(value)
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return f"[{len(raw)} bytes of binary data from tool '{tool}': a program cannot read them]"  # fmt: skip
-    if isinstance(value, Mapping):
-        return {key: program_value(item, tool) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [program_value(item, tool) for item in value]
-    return value
-
-
-def _as_listed(output: Any, tool: BaseTool | None) -> Any:
-    """An object-returning tool's output as its listing says: an MCP tool's
-    ``structuredContent`` sent with images or sounds arrives as ``[object, *media]``
-    (see :mod:`agcore_tools.mcp._results`), and a program, which cannot see the media,
-    gets the object alone; a plain value the adapter unwrapped for the model arrives
-    as ``v``, and a program gets ``{"result": v}``."""
-    schema = tool.output_schema if tool is not None else None
-    if (
-        isinstance(schema, Mapping)
-        and schema.get("type") == "object"
-        and isinstance(output, list)
-        and len(output) > 1
-        and isinstance(output[0], Mapping)
-        and all(_media(part) for part in output[1:])
-    ):
-        return output[0]
-    if wraps_plain_value(schema) and not isinstance(output, Mapping) and WRAPPED_AGAIN.get():
-        return {"result": output}
-    return output
-
-
-def _media(part: Any) -> bool:
-    """Whether ``part``, beside an MCP tool's structured value, is media a program
-    cannot see: an image, sound or file; an embedded resource's blob; or an image or
-    audio part kept as the server sent it (its data was no base64 of its type)."""
-    if isinstance(part, CONTENT_TYPES):
-        return True
-    if not isinstance(part, Mapping):
-        return False
-    resource = part.get("resource")
-    if part.get("type") == "resource" and isinstance(resource, Mapping):
-        return "blob" in resource
-    return part.get("type") in ("image", "audio") and "data" in part
-
-
-def _settled(entry: Mapping[str, Any]) -> dict[str, Any]:
-    if "error" in entry:
-        kind, message = entry["error"]
-        return {"exc_type": kind, "message": message}
-    return {"return_value": entry["value"]}
+def _listed(value: Any) -> str:
+    """An argument in the lines listing a program's calls, written as pydantic writes it
+    for the model, as an edit note writes it: an app's model (an approval's edited
+    arguments) without its excluded fields and with its JSON-masked secrets masked,
+    where its repr() would show them. A program's own values are plain JSON, and read
+    as their repr() did."""
+    try:
+        return repr(to_jsonable_python(value, fallback=str))
+    except ValueError:  # bytes that are no UTF-8, a lone surrogate in a key
+        return f"<a {type(value).__name__} value that cannot be written as JSON>"
 
 
 class _Program:
@@ -367,6 +307,8 @@ class _Program:
         self._printed: list[str] = []
         self._dropped = False
         self._ran: list[str] = []
+        # Notes of the calls an approval edited, across its pauses: what heads its output.
+        self._edited: list[str] = []
         self._started: dict[int, tuple[str, dict[str, Any]]] = {}
         self._calls = 0  # the tool calls the program made, across its pauses
         # The calls the program awaited (alone or in a gather), across its pauses: one
@@ -379,7 +321,7 @@ class _Program:
     def report(self, traceback: str) -> str:
         """What the model reads of a failed program: its output, its traceback, and the
         calls that ran (a fixed program should not make again the ones with effects)."""
-        parts = [with_printed("".join(self._printed), traceback.rstrip("\n"))]
+        parts = [*self._edited, with_printed("".join(self._printed), traceback.rstrip("\n"))]
         if self._ran:
             shown = self._ran[:20]
             more = f"\n  ... and {len(self._ran) - 20} more" if len(self._ran) > 20 else ""
@@ -409,6 +351,7 @@ class _Program:
         self._done = {int(k): v for k, v in state.get("done", {}).items()}
         self._waiting = {int(w["id"]): w for w in state.get("waiting", ())}
         self._ran = [str(line) for line in state.get("ran", ())]  # absent in older states
+        self._edited = [str(line) for line in state.get("edited", ())]  # and this
         self._calls = int(state.get("calls", len(self._ran) + len(self._waiting)))  # so is this
         pending = [int(n) for n in state.get("pending", ())]
         # Absent in older states: each call they had made counts as awaited.
@@ -428,8 +371,22 @@ class _Program:
             if "declined" in answer:
                 self._done[int(number)] = {"error": ["PermissionError", answer["declined"]]}
             else:
+                self._note_edit(waiting["tool"], waiting["arguments"], answer["run"])
                 self._start(int(number), waiting["tool"], answer["run"])
         return segment
+
+    def _note_edit(self, tool: str, asked: Any, ran: Any) -> None:
+        """Note a call an approval made run with other arguments than the program's: the
+        model reads the program's code, with its own arguments, and must read what ran
+        (a Temporal run begun before ``agcore-edited-calls-noted`` read no note)."""
+        if ran == asked or not EDITS_NOTED.get():
+            return
+        function = {called: name for name, (called, _, _) in self._tool.functions.items()}
+        self._edited.append(
+            f"[the user edited the arguments of the program's call to "
+            f"{function.get(tool, tool)}() before it ran: the program gave "
+            f"{noted_arguments(asked)}; it ran with {noted_arguments(ran)}]"
+        )
 
     async def run(self, segment: Segment) -> Any:
         while True:
@@ -483,7 +440,7 @@ class _Program:
 
     def _text(self, value: Any) -> str:
         printed = "".join(self._printed)
-        parts = [printed.rstrip("\n")] if printed else []
+        parts = [*self._edited, printed.rstrip("\n")] if printed else [*self._edited]
         if self._dropped:
             parts.append(f"[the program printed over {MAX_PRINTED} characters; the rest was dropped]")  # fmt: skip
         if value is not None:
@@ -528,7 +485,7 @@ class _Program:
 
     def _note(self, tool: str, given: Any, outcome: str) -> None:
         given = given if isinstance(given, Mapping) else {}
-        arguments = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        arguments = ", ".join(f"{k}={_listed(v)}" for k, v in given.items())
         self._ran.append(f"{tool}({arguments[:160]}) -> {outcome[:160]}")
 
     def _note_ended(self, invocation: ToolInvocation) -> None:
@@ -547,7 +504,7 @@ class _Program:
             self._done[number] = {"error": ["RuntimeError", why]}
         elif error is None:
             try:
-                output = _as_listed(invocation.output, self._tool.table.get(invocation.tool_name))
+                output = as_listed(invocation.output, self._tool.table.get(invocation.tool_name))
                 value = program_value(output, invocation.tool_name)
                 # A lone surrogate (a file name os.listdir decoded) as U+FFFD, as the
                 # model reads it: the sandbox takes no text UTF-8 cannot encode.
@@ -583,7 +540,7 @@ class _Program:
             await first_done(tasks)
             for number in [n for n, t in self._running.items() if t.done()]:
                 self._settle(number, self._running.pop(number))
-        return {n: _settled(self._done.pop(n)) for n in pending if n in self._done}
+        return {n: settled(self._done.pop(n)) for n in pending if n in self._done}
 
     async def _settle_all(self) -> None:
         await all_done(list(self._running.values()))  # bounded as above
@@ -604,6 +561,8 @@ class _Program:
             "awaited": sorted(self._awaited),
             "redactions": dict(self._redactions),
         }
+        if self._edited:  # absent otherwise, as in the states of earlier versions
+            state["edited"] = list(self._edited)
         requests = tuple(
             ApprovalRequest(
                 inner_call_id(self._outer, w["id"]), w["tool"], w["arguments"], w["reason"]

@@ -4,7 +4,9 @@ keeps head and tail; and a copy of JSON values however deeply they nest.
 A leaf module: the renderer of binary values (``_attachments``) and ``calls/`` both cut
 text with it, and it and the spans' content writer (``_span_content``) both read a
 record's fields (and write a record as pydantic does) with it. The loop's events and
-approval requests copy a call's arguments with it.
+approval requests copy a call's arguments with it, and the notes of an edited call
+(``calls/``'s for a direct call, ``_code_mode``'s for a program's) write its arguments
+with it.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ __all__ = [
     "LARGE",
     "in_pieces",
     "is_large",
+    "noted_arguments",
     "own_copy",
     "record_dump",
     "record_fields",
     "result_text",
+    "short_json",
     "truncate_utf8",
 ]
 
@@ -85,6 +89,44 @@ def _plain(value: Any) -> Any:
         return to_jsonable_python(value, fallback=str, inf_nan_mode="null")
     except ValueError:  # a lone surrogate in one of its keys: nothing of it is written
         return f"[a {type(value).__name__} that cannot be written as JSON]"
+
+
+def noted_arguments(arguments: Any) -> str:
+    """``arguments`` as an edit note shows them to the model: written as pydantic writes
+    them for the model (a model's excluded fields and JSON-masked secrets stay out),
+    as JSON, cut at 120 characters.
+
+    Example:
+        >>> noted_arguments({"amount": 50, "note": "x" * 200})[:30]
+        '{"amount": 50, "note": "xxxxxx'
+    """
+    return short_json(_model_reads(arguments))
+
+
+def _model_reads(value: Any) -> Any:
+    # An app's objects as pydantic writes them for the model (result_text's way): a
+    # model's excluded fields and the secrets its JSON serializers mask stay out, as
+    # their str() would not leave them.
+    try:
+        return to_jsonable_python(value, fallback=str, inf_nan_mode="null")
+    except ValueError:  # a lone surrogate in a key, a container holding itself
+        return None
+
+
+def short_json(value: Any) -> str:
+    """``value`` as JSON (keys sorted), cut at 120 characters.
+
+    Example:
+        >>> short_json({"b": 1, "a": [1.5]})
+        '{"a": [1.5], "b": 1}'
+    """
+    import json  # on first need, as result_text's
+
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except ValueError:  # an integer too long to write, or a container holding itself
+        return "arguments that cannot be written as JSON"
+    return text if len(text) <= 120 else f"{text[:117]}..."
 
 
 def _to_json(value: Any) -> bytes:

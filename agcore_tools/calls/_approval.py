@@ -19,11 +19,10 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, 
 from contextvars import ContextVar
 from typing import Any
 
-from pydantic_core import to_jsonable_python
-
 from .._aio import run_tool, with_timeout
 from .._records import ParsedCall, ToolEntry
 from .._table import ToolTable
+from .._text import noted_arguments, short_json
 from ..approval import ApprovalDecision, ApprovalRequest, approval_signature
 from ..base import ToolContext
 from ..error import (
@@ -409,7 +408,7 @@ def edit_notes(before: Iterable[ParsedCall], after: Iterable[ParsedCall]) -> dic
     return {
         call.call_id: (
             "[the user edited this call's arguments before it ran; it ran with "
-            f"{_short(_as_model_reads(call.args))}]\n"
+            f"{noted_arguments(call.args)}]\n"
         )
         for call in running
         if ids[call.call_id] == 1 and call.call_id in asked and asked[call.call_id] != call.args
@@ -436,7 +435,7 @@ def _answered(
     if call.args is None or answer.arguments != call.args:
         other = f"{where} is for other arguments than the call's"
         raise ApprovalError(
-            f"{other}: {_short(answer.arguments)} approved, {_short(call.input)} pending",
+            f"{other}: {short_json(answer.arguments)} approved, {short_json(call.input)} pending",
             tool_name=call.name,
             redacted=f"{other}: {_differing(answer.arguments, call.args)}",
         )
@@ -528,21 +527,3 @@ def _differing(approved: Any, pending: Mapping[str, Any] | None) -> str:
     listed = ", ".join(f"'{name}'" for name in names[:10])
     more = f" and {len(names) - 10} more" if len(names) > 10 else ""
     return f"they differ in {listed}{more}"
-
-
-def _as_model_reads(value: Any) -> Any:
-    # An app's objects as pydantic writes them for the model (result_text's way): a
-    # model's excluded fields and the secrets its JSON serializers mask stay out, as
-    # their str() would not leave them.
-    try:
-        return to_jsonable_python(value, fallback=str, inf_nan_mode="null")
-    except ValueError:  # a lone surrogate in a key, a container holding itself
-        return None
-
-
-def _short(value: Any) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    except ValueError:  # an integer too long to write, or a container holding itself
-        return "arguments that cannot be written as JSON"
-    return text if len(text) <= 120 else f"{text[:117]}..."

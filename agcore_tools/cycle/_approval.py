@@ -264,13 +264,18 @@ def _left_running(tool_name: str, held: Any) -> str | None:
 
 def _ran_before(state: Any) -> str:
     """The calls a paused program made before its pause (``state``: its saved state),
-    as lines for the model that reads it declined, or nothing."""
-    ran = state.get("ran") if isinstance(state, Mapping) else None
+    as lines for the model that reads it declined, after the notes of the calls an
+    approval edited (its code holds the arguments it gave), or nothing."""
+    if not isinstance(state, Mapping):
+        return ""
+    ran, edited = state.get("ran"), state.get("edited")
     lines = [line for line in ran if isinstance(line, str)] if isinstance(ran, list) else []
+    notes = [n for n in edited if isinstance(n, str)] if isinstance(edited, list) else []
     if not lines:
         return ""
     more = f"\n  ... and {len(lines) - 20} more" if len(lines) > 20 else ""
     return (
-        "\nCalls of the program that ran before its pause (do not repeat the ones that "
+        "".join(f"\n{note}" for note in notes)
+        + "\nCalls of the program that ran before its pause (do not repeat the ones that "
         "change something):\n  " + "\n  ".join(lines[:20]) + more
     )

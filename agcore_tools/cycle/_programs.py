@@ -219,7 +219,7 @@ def _is_bool(value: Any) -> bool:
 
 
 _STATE_KEYS = {
-    # key: (required, check, what it must be); "ran", "calls" and "awaited" are absent
+    # key: (required, check, what it must be); "ran", "calls", "awaited" and "edited" are absent
     # from the states of earlier versions.
     "snapshot": (True, _is_base64, "the program's snapshot (base64 text)"),
     "pending": (True, _is_numbers, "a list of call numbers"),
@@ -229,6 +229,7 @@ _STATE_KEYS = {
     "ran": (False, _is_texts, "a list of texts"),
     "calls": (False, _is_int, "a number of calls"),
     "awaited": (False, _is_numbers, "a list of call numbers"),
+    "edited": (False, _is_texts, "a list of texts"),
 }
 
 

@@ -111,7 +111,8 @@ reaches the model as ``v`` (``ToolCallInput.unwraps``), and a code-mode program 
 the model read it as JSON)."""
 EDITS_NOTED = "agcore-edited-calls-noted"
 """The result of a call an approval edited begins with a note of the arguments it ran
-with, and a prompt that goes on past a paused program's call lists the calls that ran
-(before: the result alone, and "declined" alone). Only the text the model reads
+with (and a code-mode program's output, with a note of each of its calls an approval
+edited), and a prompt that goes on past a paused program's call lists the calls that
+ran (before: the result alone, and "declined" alone). Only the text the model reads
 changes, which a replay does not check: gated so that a run's history, and its
 ``messages`` query, keep what the model read (tests/temporal/histories/v0.2.0-reject-edit.json)."""

@@ -26,7 +26,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from .._aio import positive_number
 from .._budget import ESTIMATE_ONLY
 from .._clock import CLOCK
-from .._code_mode import CALLS_LIMITED, UNAWAITED_CALLS_FAIL, WRAPPED_AGAIN
+from .._code_mode import CALLS_LIMITED, UNAWAITED_CALLS_FAIL
+from .._program_values import WRAPPED_AGAIN
 from .._selection import CodeMode
 from .._table import OFFERED_LISTED
 from .._unicode import scrub

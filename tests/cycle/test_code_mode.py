@@ -1023,7 +1023,11 @@ async def test_a_stream_answers_a_programs_call_inline_and_the_program_goes_on(
     assert events.response.pending_approvals == ()
     expected = {
         "approve": 'result: "refunded 40.0 on 4"',
-        "edit": 'result: "refunded 1.0 on 4"',
+        "edit": (
+            "[the user edited the arguments of the program's call to refund() before it ran: "
+            'the program gave {"amount": 40.0, "order_id": 4}; it ran with '
+            '{"amount": 1.0, "order_id": 4}]\nresult: "refunded 1.0 on 4"'
+        ),
         "reject": "result: \"no: the user declined the call to tool 'refund': not today\"",
     }[answer]
     assert result_of(server, 1) == expected

@@ -850,6 +850,23 @@ async def test_a_program_paused_for_approval_resumes_on_the_signal(
     assert len(calls(workdir, "code-approve-1", "add")) == 1  # not run again on resume
 
 
+async def test_a_programs_call_an_approval_edited_is_noted_in_what_the_model_reads(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    # Before: the model read 'result: "removed todo.txt"' beside its code removing notes.txt.
+    pytest.importorskip("pydantic_monty")
+    spawn("code-approve", "w1")
+    handle = await program_start(client, "code-edit-1", "program-approve", "code-approve")
+    [request] = await pending_approvals(handle)
+    await handle.signal(ToolLoopWorkflow.approve, [request.approve(arguments={"path": "todo.txt"})])
+    result = await finish(handle)
+    assert result.text == (
+        "done: [the user edited the arguments of the program's call to remove() before it "
+        'ran: the program gave {"path": "notes.txt"}; it ran with {"path": "todo.txt"}]\n'
+        'result: "removed todo.txt"'
+    )
+
+
 async def test_a_programs_calls_are_counted_across_its_steps(
     client: Client, spawn: Spawn, workdir: Path
 ) -> None:
