@@ -422,3 +422,60 @@ async def test_an_auth_that_signs_each_request_has_the_last_credentials_kept_not
     # The signature of the call itself, the newest, is masked where the server quotes it.
     assert "upstream rejected credentials: *** (code 0)" in str(rejected.value)
     assert "S3CRET" not in "".join(traceback.format_exception(rejected.value))
+
+
+class _ReadOnlyStore(InMemoryTokenStorage):
+    """A token store whose writes fail, as a vault the app may read but not write."""
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        raise OSError("the token vault is read-only")
+
+
+@pytest.mark.parametrize("failing", ["the token store", "the sign-in"])
+def test_an_auth_flow_that_fails_after_a_401_is_named_in_the_error(
+    oauth_server: HttpServer, failing: str
+) -> None:
+    # The error named only the server's 401 ("invalid_token: Authentication required"),
+    # which the auth flow was answering, not why the flow failed (a token store that
+    # could not be written, a sign-in the user refused): that was only in the chained
+    # exception group, or not in the error at all.
+    browser = Browser()
+    store = _ReadOnlyStore() if failing == "the token store" else InMemoryTokenStorage()
+    auth = oauth(oauth_server.url, store, browser)
+    transport = StreamableHttpTransport(oauth_server.url, auth=auth)
+
+    async def scenario() -> McpError:
+        if failing == "the token store":
+            with pytest.raises(McpError) as refused:
+                async with McpClient("remote", transport, timeout=20):
+                    pass
+            return refused.value
+        async with McpClient("remote", transport, timeout=20) as remote:
+            assert await remote.call_tool("add", {"a": 2, "b": 3}) == "5"
+            tokens = await store.get_tokens()
+            client = await store.get_client_info()
+            assert tokens is not None and client is not None and client.client_secret
+            async with httpx2.AsyncClient(timeout=10) as http:  # the server forgets the token
+                revoked = await http.post(
+                    oauth_server.url.replace("/mcp", "/revoke"),
+                    data={
+                        "token": tokens.access_token,
+                        "client_id": client.client_id,
+                        "client_secret": client.client_secret,
+                    },
+                )
+                assert revoked.status_code == 200
+            browser.refuse = True
+            with pytest.raises(McpError) as refused:
+                await remote.call_tool("add", {"a": 1, "b": 1})
+            return refused.value
+
+    error = run(scenario())
+    assert isinstance(error, McpError)
+    message = str(error)
+    assert "HTTP 401 Unauthorized" in message  # what the flow was answering
+    why = {
+        "the token store": "OSError: the token vault is read-only",
+        "the sign-in": "RuntimeError: the user closed the sign-in window",
+    }[failing]
+    assert f"; the auth flow then failed: {why}" in message, message
