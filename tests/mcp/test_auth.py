@@ -479,3 +479,33 @@ def test_an_auth_flow_that_fails_after_a_401_is_named_in_the_error(
         "the sign-in": "RuntimeError: the user closed the sign-in window",
     }[failing]
     assert f"; the auth flow then failed: {why}" in message, message
+
+
+def test_clients_sharing_one_provider_refresh_an_expired_token_once(
+    oauth_server: HttpServer, tmp_path: Path
+) -> None:
+    # What the guide recommends for two clients of one server: one provider, not one
+    # each on the same store (each would refresh with the same rotating refresh token,
+    # and the second would be refused and have the user sign in again).
+    browser = Browser()
+    path = tmp_path / "tokens.json"
+
+    async def add(auth: OAuthClientProvider) -> object:
+        transport = StreamableHttpTransport(oauth_server.url, auth=auth)
+        async with McpClient("remote", transport, timeout=20) as c:
+            return await c.call_tool("add", {"a": 1, "b": 2})
+
+    assert run(add(oauth(oauth_server.url, FileTokenStorage(path), browser))) == "3"
+    store = FileTokenStorage(path)
+    first = run(store.get_tokens())
+    assert isinstance(first, OAuthToken) and first.refresh_token
+    run(store.set_tokens(first.model_copy(update={"expires_in": 0})))  # its hour has passed
+
+    async def both() -> list[object]:
+        shared = oauth(oauth_server.url, FileTokenStorage(path), browser)
+        return list(await asyncio.gather(add(shared), add(shared)))
+
+    assert run(both()) == ["3", "3"]
+    assert browser.sign_ins == 1  # refreshed, once, with no new sign-in
+    second = run(store.get_tokens())
+    assert isinstance(second, OAuthToken) and second.refresh_token != first.refresh_token
