@@ -117,7 +117,8 @@ class Startup:
             error = McpTimeoutError(
                 name,
                 f"{what} did not complete the MCP handshake within "
-                f"{timeout():g} s{_handshake.unanswered(child)}{stderr}",
+                f"{timeout():g} s{_handshake.unanswered(child)}{signing_in(self.exchange)}"
+                f"{stderr}",
             )
         elif answer is not None and self.exchange.status is None:
             # Checked before the exit: a stdio child exits once its stdin is closed.
@@ -144,3 +145,23 @@ class Startup:
         error.__cause__ = exc
         # What the server said (its refusal, in the SDK's errors too) may echo a credential.
         return self.secrets.masked_error(error)
+
+
+def signing_in(http: HttpExchange) -> str:
+    """For a handshake that timed out: that an ``auth=`` flow was still answering the
+    server's refusal (a 401 or 403 stays on the exchange until the retry is answered),
+    as when a sign-in waits on the user; else ``""``.
+
+    Example:
+        >>> signing_in(HttpExchange(status=401, reason="Unauthorized"))[:62]
+        '; the auth flow answering its HTTP 401 Unauthorized had not fi'
+        >>> signing_in(HttpExchange())
+        ''
+    """
+    if http.status not in (401, 403):
+        return ""
+    refusal = HttpExchange(status=http.status, reason=http.reason).describe()
+    return (
+        f"; the auth flow answering its {refusal} had not finished (a sign-in waits "
+        "on the user: give the client a longer timeout, or sign in ahead of time)"
+    )

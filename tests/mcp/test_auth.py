@@ -27,7 +27,7 @@ from mcp.shared.auth import (
 )
 from mcp.shared.exceptions import MCPError
 
-from agcore_tools import McpClient, McpError, StreamableHttpTransport, ToolIOError
+from agcore_tools import McpClient, McpError, McpTimeoutError, StreamableHttpTransport, ToolIOError
 from agcore_tools.mcp import FileTokenStorage, InMemoryTokenStorage, McpLogMessage
 
 from .conftest import SERVERS, HttpServer
@@ -509,3 +509,45 @@ def test_clients_sharing_one_provider_refresh_an_expired_token_once(
     assert browser.sign_ins == 1  # refreshed, once, with no new sign-in
     second = run(store.get_tokens())
     assert isinstance(second, OAuthToken) and second.refresh_token != first.refresh_token
+
+
+class _NeverAnswers(Browser):
+    """A user who never comes back from the sign-in page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancelled = False
+
+    async def callback(self) -> AuthorizationCodeResult:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        raise AssertionError("unreachable")
+
+
+def test_a_connect_that_times_out_in_a_sign_in_says_it_was_signing_in(
+    oauth_server: HttpServer,
+) -> None:
+    # The timeout said only that the server "did not complete the MCP handshake within
+    # 5 s", as if the server were slow, when the server had answered at once (a 401) and
+    # the client was waiting on the user's sign-in.
+    browser = _NeverAnswers()
+    auth = oauth(oauth_server.url, InMemoryTokenStorage(), browser)
+
+    async def scenario() -> McpError:
+        transport = StreamableHttpTransport(oauth_server.url, auth=auth)
+        with pytest.raises(McpError) as timed_out:
+            async with McpClient("remote", transport, timeout=5):
+                pass
+        return timed_out.value
+
+    error = run(scenario())
+    assert isinstance(error, McpTimeoutError)
+    assert browser.cancelled  # the wait for the callback ended with the connect
+    message = str(error)
+    assert "did not complete the MCP handshake within 5 s" in message
+    assert "; the auth flow answering its HTTP 401 Unauthorized had not finished" in message, (
+        message
+    )
