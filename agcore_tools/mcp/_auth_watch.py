@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Callable
 
 import httpx2
 
-from ._exchange import EXCHANGE
+from ._exchange import EXCHANGE, HttpExchange
 from ._relisten import describe
 
 __all__ = ["WatchedAuth"]
@@ -34,18 +34,30 @@ class WatchedAuth(httpx2.Auth):
     async def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        exchange = EXCHANGE.get()
         flow = self._auth.async_auth_flow(request)
         try:
+            _running(exchange, True)
             outgoing = await flow.__anext__()
             while True:
+                # Sending the request itself (again, after a 401) is the server's turn.
+                _running(exchange, outgoing is not request)
                 response = yield outgoing
+                _running(exchange, True)
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
+            _running(exchange, False)
             return
         except Exception as exc:
-            exchange = EXCHANGE.get()
+            _running(exchange, False)
             if exchange is not None and exchange.status in (401, 403):
                 exchange.auth_failure = self._hide(describe(exc))
             raise
         finally:
+            # Cancelled (a timeout), the flow stays marked as it was, for the error.
             await flow.aclose()
+
+
+def _running(exchange: HttpExchange | None, running: bool) -> None:
+    if exchange is not None:
+        exchange.auth_running = running

@@ -63,6 +63,9 @@ class HttpExchange:
     """What the failed answer's body says is wrong (see :func:`server_reason`)."""
     auth_failure: str | None = None
     """The ``auth=`` flow that was answering a 401 or 403 failed: why (``OSError: ...``)."""
+    auth_running: bool = False
+    """An ``auth=`` flow is at work for the request (a sign-in, a token request), not
+    waiting on the server's answer to the request itself."""
 
     @property
     def refused(self) -> bool:

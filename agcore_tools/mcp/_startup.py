@@ -149,16 +149,18 @@ class Startup:
 
 def signing_in(http: HttpExchange) -> str:
     """For a handshake that timed out: that an ``auth=`` flow was still answering the
-    server's refusal (a 401 or 403 stays on the exchange until the retry is answered),
-    as when a sign-in waits on the user; else ``""``.
+    server's refusal, as when a sign-in waits on the user (not when it had sent the
+    request again and the server was slow to answer it); else ``""``.
 
     Example:
-        >>> signing_in(HttpExchange(status=401, reason="Unauthorized"))[:62]
+        >>> refused = HttpExchange(status=401, reason="Unauthorized", auth_running=True)
+        >>> signing_in(refused)[:62]
         '; the auth flow answering its HTTP 401 Unauthorized had not fi'
-        >>> signing_in(HttpExchange())
-        ''
+        >>> refused.auth_running = False  # the retry is out, unanswered
+        >>> signing_in(refused), signing_in(HttpExchange())
+        ('', '')
     """
-    if http.status not in (401, 403):
+    if http.status not in (401, 403) or not http.auth_running:
         return ""
     refusal = HttpExchange(status=http.status, reason=http.reason).describe()
     return (

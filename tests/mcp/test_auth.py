@@ -12,7 +12,7 @@ import logging
 import os
 import stat
 import traceback
-from collections.abc import Generator, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -551,3 +551,68 @@ def test_a_connect_that_times_out_in_a_sign_in_says_it_was_signing_in(
     assert "; the auth flow answering its HTTP 401 Unauthorized had not finished" in message, (
         message
     )
+
+
+class _RetriesWithAToken(httpx2.Auth):
+    """An auth flow that answers a 401 at once, with a token it already holds."""
+
+    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response]:
+        response = yield request
+        if response.status_code == 401:
+            request.headers["Authorization"] = "Bearer t0ken-S3CRET"
+            yield request
+
+
+def _refuses_then_waits(
+    done: asyncio.Event,
+) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+    """A server that answers a request without credentials with a 401 and does not
+    answer the one that carries them until ``done``."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            if b"\r\nauthorization:" in head.lower():
+                await done.wait()
+                writer.close()
+                return
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":", 1)[1])
+            await reader.readexactly(length)
+            writer.write(
+                b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\n"
+                b"Content-Length: 0\r\n\r\n"
+            )
+            await writer.drain()
+
+    return serve
+
+
+def test_a_connect_that_times_out_after_the_auth_flow_retried_does_not_blame_a_sign_in() -> None:
+    # The auth flow had answered the 401 and sent the request again; the server was
+    # slow to answer that. The timeout said the auth flow "had not finished (a sign-in
+    # waits on the user ...)", since the 401 stays on the exchange until the retry is
+    # answered.
+    async def scenario() -> McpError:
+        done = asyncio.Event()
+        server = await asyncio.start_server(_refuses_then_waits(done), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        transport = StreamableHttpTransport(
+            f"http://127.0.0.1:{port}/mcp", auth=_RetriesWithAToken()
+        )
+        try:
+            with pytest.raises(McpError) as timed_out:
+                async with McpClient("slow", transport, timeout=2):
+                    pass
+        finally:
+            done.set()
+            server.close()
+        return timed_out.value
+
+    error = run(scenario())
+    assert isinstance(error, McpTimeoutError)
+    message = str(error)
+    assert "did not complete the MCP handshake within 2 s" in message
+    assert "auth flow" not in message, message
