@@ -616,3 +616,69 @@ def test_a_connect_that_times_out_after_the_auth_flow_retried_does_not_blame_a_s
     message = str(error)
     assert "did not complete the MCP handshake within 2 s" in message
     assert "auth flow" not in message, message
+
+
+class _ExchangesACode(httpx2.Auth):
+    """An auth flow that answers a 401 as the SDK's does: a token request, whose
+    refusal it quotes in its exception (``Token exchange failed (400): <body>``)."""
+
+    requires_response_body = True
+
+    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response]:
+        response = yield request
+        if response.status_code == 401:
+            form = {
+                "grant_type": "authorization_code",
+                "code": "c0de-S3CRET-1234",
+                "code_verifier": "v3rifier-S3CRET-5678",
+                "client_secret": "cl1ent-S3CRET-90",
+            }
+            token = yield httpx2.Request("POST", request.url.copy_with(path="/token"), data=form)
+            raise RuntimeError(f"Token exchange failed ({token.status_code}): {token.text}")
+
+
+async def _echoing_token_endpoint(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """An MCP endpoint that answers 401, and a token endpoint that refuses the grant
+    quoting the form it was sent."""
+    while True:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":", 1)[1])
+        body = await reader.readexactly(length)
+        if head.startswith(b"POST /token "):
+            answer = b'{"error": "invalid_grant", "error_description": "no grant ' + body + b'"}'
+            writer.write(
+                b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(answer), answer)
+            )
+        else:
+            writer.write(
+                b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\n"
+                b"Content-Length: 0\r\n\r\n"
+            )
+        await writer.drain()
+
+
+def test_what_the_auth_flow_sent_in_a_form_is_masked_in_why_it_failed() -> None:
+    # The flow's failure is now in the error's message; a token endpoint that quotes
+    # the grant it refused put the code, the PKCE verifier and the client secret there
+    # (they travel in a form body, not in a header, so the connection never noted them).
+    async def scenario() -> McpError:
+        server = await asyncio.start_server(_echoing_token_endpoint, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        transport = StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp", auth=_ExchangesACode())
+        try:
+            with pytest.raises(McpError) as failed:
+                async with McpClient("echo", transport, timeout=10):
+                    pass
+        finally:
+            server.close()
+        return failed.value
+
+    message = str(run(scenario()))
+    assert "; the auth flow then failed: RuntimeError: Token exchange failed (400)" in message
+    assert "S3CRET" not in message, message
