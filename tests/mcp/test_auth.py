@@ -7,6 +7,7 @@ authorization server (the SDK's routes), whose authorization endpoint approves a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -642,6 +643,11 @@ async def _echoing_token_endpoint(
 ) -> None:
     """An MCP endpoint that answers 401, and a token endpoint that refuses the grant
     quoting the form it was sent."""
+    with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+        await _echo_token_requests(reader, writer)
+
+
+async def _echo_token_requests(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     while True:
         head = await reader.readuntil(b"\r\n\r\n")
         length = 0
