@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import urllib.parse
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Generator
 
 import httpx2
 
@@ -35,6 +35,11 @@ class WatchedAuth(httpx2.Auth):
         self._hide = hide
         self.requires_request_body = auth.requires_request_body
         self.requires_response_body = auth.requires_response_body
+
+    def sync_auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response]:
+        # Only the async client notes the failure (the MCP transport is async); here
+        # ``httpx2.Auth``'s default would send the request without the user's credentials.
+        return self._auth.sync_auth_flow(request)
 
     async def async_auth_flow(
         self, request: httpx2.Request

@@ -688,3 +688,20 @@ def test_what_the_auth_flow_sent_in_a_form_is_masked_in_why_it_failed() -> None:
     message = str(run(scenario()))
     assert "; the auth flow then failed: RuntimeError: Token exchange failed (400)" in message
     assert "S3CRET" not in message, message
+
+
+def test_the_watched_auth_runs_the_users_flow_in_a_sync_client_too() -> None:
+    # httpx2.Auth's own sync flow sends the request unchanged: the wrapper, which
+    # overrode only the async one, dropped the user's credentials in a sync client.
+    from agcore_tools.mcp._auth_watch import WatchedAuth
+
+    seen: list[str | None] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.headers.get("authorization"))
+        return httpx2.Response(200)
+
+    auth = WatchedAuth(httpx2.BasicAuth("u", "p"), str)
+    with httpx2.Client(transport=httpx2.MockTransport(handler), auth=auth) as http:
+        http.get("http://mcp.example/")
+    assert seen == ["Basic dTpw"]  # base64 of u:p
