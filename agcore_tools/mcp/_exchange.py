@@ -61,6 +61,11 @@ class HttpExchange:
     sent, and that says nothing of the server's health."""
     server_reason: str = ""
     """What the failed answer's body says is wrong (see :func:`server_reason`)."""
+    auth_failure: str | None = None
+    """The ``auth=`` flow that was answering a 401 or 403 failed: why (``OSError: ...``)."""
+    auth_running: bool = False
+    """An ``auth=`` flow is at work for the request (a sign-in, a token request), not
+    waiting on the server's answer to the request itself."""
 
     @property
     def refused(self) -> bool:
@@ -84,6 +89,8 @@ class HttpExchange:
             text += f" (WWW-Authenticate: {self.www_authenticate})"
         if self.retry_after is not None:
             text += f"; retry after {self.retry_after:g} s"
+        if self.auth_failure is not None:
+            text += f"; the auth flow then failed: {self.auth_failure}"
         # The reason phrase and the header are the server's too, as its body's words are.
         return safe_text(text)
 

@@ -56,6 +56,7 @@ from pydantic_core import from_json
 from .._aio import with_timeout
 from .._redact import url_without_secrets
 from ..error import ToolConfigError
+from ._auth_watch import WatchedAuth
 from ._bodies import BodyCut, decode_here, due_by, peek
 from ._exchange import EXCHANGE, HttpExchange, parse_retry_after, server_reason
 from ._listen import ListenStream, StreamEvent
@@ -507,9 +508,8 @@ def _build_client(
         guard = _Guard(
             endpoint, routes.send, routes.aclose, isolate, given_up, secrets, limit, listen
         )
-        client = httpx2.AsyncClient(
-            headers=headers, auth=transport.auth, timeout=timeout, transport=guard
-        )
+        auth = None if transport.auth is None else WatchedAuth(transport.auth, secrets.mask)
+        client = httpx2.AsyncClient(headers=headers, auth=auth, timeout=timeout, transport=guard)
         return client, None
     made = factory(headers=headers, timeout=timeout, auth=transport.auth)
     if not isinstance(made, httpx2.AsyncClient):

@@ -117,7 +117,8 @@ class Startup:
             error = McpTimeoutError(
                 name,
                 f"{what} did not complete the MCP handshake within "
-                f"{timeout():g} s{_handshake.unanswered(child)}{stderr}",
+                f"{timeout():g} s{_handshake.unanswered(child)}{signing_in(self.exchange)}"
+                f"{stderr}",
             )
         elif answer is not None and self.exchange.status is None:
             # Checked before the exit: a stdio child exits once its stdin is closed.
@@ -144,3 +145,25 @@ class Startup:
         error.__cause__ = exc
         # What the server said (its refusal, in the SDK's errors too) may echo a credential.
         return self.secrets.masked_error(error)
+
+
+def signing_in(http: HttpExchange) -> str:
+    """For a handshake that timed out: that an ``auth=`` flow was still answering the
+    server's refusal, as when a sign-in waits on the user (not when it had sent the
+    request again and the server was slow to answer it); else ``""``.
+
+    Example:
+        >>> refused = HttpExchange(status=401, reason="Unauthorized", auth_running=True)
+        >>> signing_in(refused)[:62]
+        '; the auth flow answering its HTTP 401 Unauthorized had not fi'
+        >>> refused.auth_running = False  # the retry is out, unanswered
+        >>> signing_in(refused), signing_in(HttpExchange())
+        ('', '')
+    """
+    if http.status not in (401, 403) or not http.auth_running:
+        return ""
+    refusal = HttpExchange(status=http.status, reason=http.reason).describe()
+    return (
+        f"; the auth flow answering its {refusal} had not finished (a sign-in waits "
+        "on the user: give the client a longer timeout, or sign in ahead of time)"
+    )

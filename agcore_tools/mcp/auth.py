@@ -114,7 +114,9 @@ class FileTokenStorage:
     and never half-written. A missing directory is created with mode 0700. A file that
     others can read is narrowed to 0600 when it is read, with a warning. Reads and writes
     run in a worker thread. Concurrent writers in one process are serialised; separate
-    processes should not share a file.
+    processes should not share a file, and clients of one server in one process share
+    one provider on it (not one provider each): a provider refreshes with the refresh
+    token it loaded, which another may have used up already.
 
     Example:
         >>> import asyncio, tempfile

@@ -7,12 +7,13 @@ authorization server (the SDK's routes), whose authorization endpoint approves a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import stat
 import traceback
-from collections.abc import Generator, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -27,7 +28,7 @@ from mcp.shared.auth import (
 )
 from mcp.shared.exceptions import MCPError
 
-from agcore_tools import McpClient, McpError, StreamableHttpTransport, ToolIOError
+from agcore_tools import McpClient, McpError, McpTimeoutError, StreamableHttpTransport, ToolIOError
 from agcore_tools.mcp import FileTokenStorage, InMemoryTokenStorage, McpLogMessage
 
 from .conftest import SERVERS, HttpServer
@@ -422,3 +423,285 @@ async def test_an_auth_that_signs_each_request_has_the_last_credentials_kept_not
     # The signature of the call itself, the newest, is masked where the server quotes it.
     assert "upstream rejected credentials: *** (code 0)" in str(rejected.value)
     assert "S3CRET" not in "".join(traceback.format_exception(rejected.value))
+
+
+class _ReadOnlyStore(InMemoryTokenStorage):
+    """A token store whose writes fail, as a vault the app may read but not write."""
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        raise OSError("the token vault is read-only")
+
+
+@pytest.mark.parametrize("failing", ["the token store", "the sign-in"])
+def test_an_auth_flow_that_fails_after_a_401_is_named_in_the_error(
+    oauth_server: HttpServer, failing: str
+) -> None:
+    # The error named only the server's 401 ("invalid_token: Authentication required"),
+    # which the auth flow was answering, not why the flow failed (a token store that
+    # could not be written, a sign-in the user refused): that was only in the chained
+    # exception group, or not in the error at all.
+    browser = Browser()
+    store = _ReadOnlyStore() if failing == "the token store" else InMemoryTokenStorage()
+    auth = oauth(oauth_server.url, store, browser)
+    transport = StreamableHttpTransport(oauth_server.url, auth=auth)
+
+    async def scenario() -> McpError:
+        if failing == "the token store":
+            with pytest.raises(McpError) as refused:
+                async with McpClient("remote", transport, timeout=20):
+                    pass
+            return refused.value
+        async with McpClient("remote", transport, timeout=20) as remote:
+            assert await remote.call_tool("add", {"a": 2, "b": 3}) == "5"
+            tokens = await store.get_tokens()
+            client = await store.get_client_info()
+            assert tokens is not None and client is not None and client.client_secret
+            async with httpx2.AsyncClient(timeout=10) as http:  # the server forgets the token
+                revoked = await http.post(
+                    oauth_server.url.replace("/mcp", "/revoke"),
+                    data={
+                        "token": tokens.access_token,
+                        "client_id": client.client_id,
+                        "client_secret": client.client_secret,
+                    },
+                )
+                assert revoked.status_code == 200
+            browser.refuse = True
+            with pytest.raises(McpError) as refused:
+                await remote.call_tool("add", {"a": 1, "b": 1})
+            return refused.value
+
+    error = run(scenario())
+    assert isinstance(error, McpError)
+    message = str(error)
+    assert "HTTP 401 Unauthorized" in message  # what the flow was answering
+    why = {
+        "the token store": "OSError: the token vault is read-only",
+        "the sign-in": "RuntimeError: the user closed the sign-in window",
+    }[failing]
+    assert f"; the auth flow then failed: {why}" in message, message
+
+
+def test_clients_sharing_one_provider_refresh_an_expired_token_once(
+    oauth_server: HttpServer, tmp_path: Path
+) -> None:
+    # What the guide recommends for two clients of one server: one provider, not one
+    # each on the same store (each would refresh with the same rotating refresh token,
+    # and the second would be refused and have the user sign in again).
+    browser = Browser()
+    path = tmp_path / "tokens.json"
+
+    async def add(auth: OAuthClientProvider) -> object:
+        transport = StreamableHttpTransport(oauth_server.url, auth=auth)
+        async with McpClient("remote", transport, timeout=20) as c:
+            return await c.call_tool("add", {"a": 1, "b": 2})
+
+    assert run(add(oauth(oauth_server.url, FileTokenStorage(path), browser))) == "3"
+    store = FileTokenStorage(path)
+    first = run(store.get_tokens())
+    assert isinstance(first, OAuthToken) and first.refresh_token
+    run(store.set_tokens(first.model_copy(update={"expires_in": 0})))  # its hour has passed
+
+    async def both() -> list[object]:
+        shared = oauth(oauth_server.url, FileTokenStorage(path), browser)
+        return list(await asyncio.gather(add(shared), add(shared)))
+
+    assert run(both()) == ["3", "3"]
+    assert browser.sign_ins == 1  # refreshed, once, with no new sign-in
+    second = run(store.get_tokens())
+    assert isinstance(second, OAuthToken) and second.refresh_token != first.refresh_token
+
+
+class _NeverAnswers(Browser):
+    """A user who never comes back from the sign-in page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancelled = False
+
+    async def callback(self) -> AuthorizationCodeResult:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        raise AssertionError("unreachable")
+
+
+def test_a_connect_that_times_out_in_a_sign_in_says_it_was_signing_in(
+    oauth_server: HttpServer,
+) -> None:
+    # The timeout said only that the server "did not complete the MCP handshake within
+    # 5 s", as if the server were slow, when the server had answered at once (a 401) and
+    # the client was waiting on the user's sign-in.
+    browser = _NeverAnswers()
+    auth = oauth(oauth_server.url, InMemoryTokenStorage(), browser)
+
+    async def scenario() -> McpError:
+        transport = StreamableHttpTransport(oauth_server.url, auth=auth)
+        with pytest.raises(McpError) as timed_out:
+            async with McpClient("remote", transport, timeout=5):
+                pass
+        return timed_out.value
+
+    error = run(scenario())
+    assert isinstance(error, McpTimeoutError)
+    assert browser.cancelled  # the wait for the callback ended with the connect
+    message = str(error)
+    assert "did not complete the MCP handshake within 5 s" in message
+    assert "; the auth flow answering its HTTP 401 Unauthorized had not finished" in message, (
+        message
+    )
+
+
+class _RetriesWithAToken(httpx2.Auth):
+    """An auth flow that answers a 401 at once, with a token it already holds."""
+
+    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response]:
+        response = yield request
+        if response.status_code == 401:
+            request.headers["Authorization"] = "Bearer t0ken-S3CRET"
+            yield request
+
+
+def _refuses_then_waits(
+    done: asyncio.Event,
+) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+    """A server that answers a request without credentials with a 401 and does not
+    answer the one that carries them until ``done``."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            if b"\r\nauthorization:" in head.lower():
+                await done.wait()
+                writer.close()
+                return
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":", 1)[1])
+            await reader.readexactly(length)
+            writer.write(
+                b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\n"
+                b"Content-Length: 0\r\n\r\n"
+            )
+            await writer.drain()
+
+    return serve
+
+
+def test_a_connect_that_times_out_after_the_auth_flow_retried_does_not_blame_a_sign_in() -> None:
+    # The auth flow had answered the 401 and sent the request again; the server was
+    # slow to answer that. The timeout said the auth flow "had not finished (a sign-in
+    # waits on the user ...)", since the 401 stays on the exchange until the retry is
+    # answered.
+    async def scenario() -> McpError:
+        done = asyncio.Event()
+        server = await asyncio.start_server(_refuses_then_waits(done), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        transport = StreamableHttpTransport(
+            f"http://127.0.0.1:{port}/mcp", auth=_RetriesWithAToken()
+        )
+        try:
+            with pytest.raises(McpError) as timed_out:
+                async with McpClient("slow", transport, timeout=2):
+                    pass
+        finally:
+            done.set()
+            server.close()
+        return timed_out.value
+
+    error = run(scenario())
+    assert isinstance(error, McpTimeoutError)
+    message = str(error)
+    assert "did not complete the MCP handshake within 2 s" in message
+    assert "auth flow" not in message, message
+
+
+class _ExchangesACode(httpx2.Auth):
+    """An auth flow that answers a 401 as the SDK's does: a token request, whose
+    refusal it quotes in its exception (``Token exchange failed (400): <body>``)."""
+
+    requires_response_body = True
+
+    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response]:
+        response = yield request
+        if response.status_code == 401:
+            form = {
+                "grant_type": "authorization_code",
+                "code": "c0de-S3CRET-1234",
+                "code_verifier": "v3rifier-S3CRET-5678",
+                "client_secret": "cl1ent-S3CRET-90",
+            }
+            token = yield httpx2.Request("POST", request.url.copy_with(path="/token"), data=form)
+            raise RuntimeError(f"Token exchange failed ({token.status_code}): {token.text}")
+
+
+async def _echoing_token_endpoint(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """An MCP endpoint that answers 401, and a token endpoint that refuses the grant
+    quoting the form it was sent."""
+    with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+        await _echo_token_requests(reader, writer)
+
+
+async def _echo_token_requests(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    while True:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":", 1)[1])
+        body = await reader.readexactly(length)
+        if head.startswith(b"POST /token "):
+            answer = b'{"error": "invalid_grant", "error_description": "no grant ' + body + b'"}'
+            writer.write(
+                b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(answer), answer)
+            )
+        else:
+            writer.write(
+                b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\n"
+                b"Content-Length: 0\r\n\r\n"
+            )
+        await writer.drain()
+
+
+def test_what_the_auth_flow_sent_in_a_form_is_masked_in_why_it_failed() -> None:
+    # The flow's failure is now in the error's message; a token endpoint that quotes
+    # the grant it refused put the code, the PKCE verifier and the client secret there
+    # (they travel in a form body, not in a header, so the connection never noted them).
+    async def scenario() -> McpError:
+        server = await asyncio.start_server(_echoing_token_endpoint, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        transport = StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp", auth=_ExchangesACode())
+        try:
+            with pytest.raises(McpError) as failed:
+                async with McpClient("echo", transport, timeout=10):
+                    pass
+        finally:
+            server.close()
+        return failed.value
+
+    message = str(run(scenario()))
+    assert "; the auth flow then failed: RuntimeError: Token exchange failed (400)" in message
+    assert "S3CRET" not in message, message
+
+
+def test_the_watched_auth_runs_the_users_flow_in_a_sync_client_too() -> None:
+    # httpx2.Auth's own sync flow sends the request unchanged: the wrapper, which
+    # overrode only the async one, dropped the user's credentials in a sync client.
+    from agcore_tools.mcp._auth_watch import WatchedAuth
+
+    seen: list[str | None] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.headers.get("authorization"))
+        return httpx2.Response(200)
+
+    auth = WatchedAuth(httpx2.BasicAuth("u", "p"), str)
+    with httpx2.Client(transport=httpx2.MockTransport(handler), auth=auth) as http:
+        http.get("http://mcp.example/")
+    assert seen == ["Basic dTpw"]  # base64 of u:p
