@@ -133,26 +133,31 @@ class Order(pydantic.BaseModel):
     note: str = pydantic.Field(default="", exclude=True)  # never sent to a model
 
 
+async def _report_after_an_edit(serve, make_cycle, tool, call: str, edited: dict) -> str:
+    """The report the model reads of a program that failed after a call of ``tool`` an
+    approval edited to ``edited``."""
+    registry = ToolRegistry()
+    registry.tool(needs_approval=True)(tool)
+    server = serve(program(f'{call}\nraise ValueError("boom")'), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", registry, select=CodeMode())
+    [request] = paused.pending_approvals
+    await cycle.submit_with_tools(
+        None, registry, select=CodeMode(), approvals=[request.approve(arguments=edited)]
+    )
+    return result_of(server, 1)
+
+
 async def test_the_calls_a_failed_program_made_show_arguments_as_the_model_reads_them(
     serve, make_cycle
 ):
-    registry = ToolRegistry()
-
-    @registry.tool(needs_approval=True)
     def place(order: Order) -> str:
         """Place an order."""
         return f"placed {order.id}"
 
-    server = serve(program('await place({"id": 1})\nraise ValueError("boom")'), S.reply_text("ok"))
-    cycle = make_cycle(server)
-    paused = await cycle.submit_with_tools("go", registry, select=CodeMode())
-    [request] = paused.pending_approvals
     edited = {"order": Order(id=2, note="internal: customer is on a watch list")}
-    await cycle.submit_with_tools(
-        None, registry, select=CodeMode(), approvals=[request.approve(arguments=edited)]
-    )
+    report = await _report_after_an_edit(serve, make_cycle, place, 'await place({"id": 1})', edited)
 
-    report = result_of(server, 1)
     assert "place(order={'id': 2}) -> ok" in report.splitlines()[-1]
     # Before: the line was written with repr(), Order(id=2, note='internal: ...').
     assert "watch list" not in report
@@ -214,24 +219,15 @@ async def test_with_an_approval_key_a_changed_edit_note_is_refused(serve, make_c
 async def test_an_edited_argument_pydantic_cannot_write_is_named_in_the_calls_listed(
     serve, make_cycle
 ):
-    registry = ToolRegistry()
-
-    @registry.tool(needs_approval=True)
     def upload(data: bytes) -> str:
         """Upload bytes."""
         return f"{len(data)} bytes"
 
-    server = serve(program('await upload("x")\nraise ValueError("boom")'), S.reply_text("ok"))
-    cycle = make_cycle(server)
-    paused = await cycle.submit_with_tools("go", registry, select=CodeMode())
-    [request] = paused.pending_approvals
     edited = {"data": b"\xff\xfe"}  # no UTF-8: pydantic cannot write it for the model
-    await cycle.submit_with_tools(
-        None, registry, select=CodeMode(), approvals=[request.approve(arguments=edited)]
-    )
+    report = await _report_after_an_edit(serve, make_cycle, upload, 'await upload("x")', edited)
 
     # Before: "upload(data=None) -> ok", as if the call had run with None.
-    last = result_of(server, 1).splitlines()[-1]
+    last = report.splitlines()[-1]
     assert last == "  upload(data=<a bytes value that cannot be written as JSON>) -> ok"
 
 
