@@ -31,7 +31,7 @@ from ..calls import (
 from ..error import ApprovalError, LlmError, ToolError, ToolNotFoundError
 from ..pending import LEFT_RUNNING, CallPaused, InputRequest, ToolInputRequested
 from ..registry import ToolInvocation, ToolRegistry
-from ._approval import Gate, log_refused_answer
+from ._approval import Gate, log_refused_answer, log_unused_answers
 from ._paused import hold_call, prepare_call_resume, resume_calls
 from ._policy import drop_program_states, mark_unknown, tidy_answers, tool_message
 from ._programs import hold_paused, prepare_resume, resume_programs
@@ -240,6 +240,8 @@ async def run_tools(
                     close_answers(inline)  # not on a stop at the event: see _inline
                     if inline.answer is not None:
                         answers[asked.request_id] = inline.answer
+                if answers and len(answers) < len(asked_now):
+                    log_unused_answers(calls[position].call_id, len(answers), len(asked_now))
                 if len(answers) == len(asked_now):
                     prepare_call_resume(
                         calls[position], registry, question.state, asked_now, answers
