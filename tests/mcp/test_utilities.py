@@ -447,3 +447,35 @@ async def test_roots_changes_need_a_roots_handler() -> None:
     client = McpClient("x", StdioTransport("unused"))
     with pytest.raises(ValueError, match="no roots_handler was given"):
         await client.notify_roots_changed()
+
+
+async def test_a_set_log_level_in_progress_during_a_reconnect_is_no_unanswered_set_level() -> None:
+    # The re-send bounded its wait for set_log_level()'s lock with the server's answer,
+    # and warned "did not answer logging/setLevel within 10 s" though it never sent one.
+    left = asyncio.Event()
+
+    class LeftToIt(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "set_log_level() in progress held the level" in record.getMessage():
+                left.set()
+
+    handler = LeftToIt(logging.DEBUG)
+    mcp_logger = logging.getLogger("agcore_tools.mcp")
+    mcp_logger.addHandler(handler)
+    level = mcp_logger.level
+    mcp_logger.setLevel(logging.DEBUG)
+    client = McpClient("fixture", fixture_stdio(), protocol="legacy", timeout=10)
+    try:
+        with warnings_of_mcp() as warned:
+            async with client:
+                await client.set_log_level("error")
+                with pytest.raises(McpError):
+                    await client.call_tool("die", {"code": 3})
+                # The app's set_log_level() is in progress: it holds the level's lock.
+                async with client._session.level_lock:
+                    assert await client.call_tool("echo", {"text": "up"}) == "up"
+                    await asyncio.wait_for(left.wait(), 30)  # it gives up after 10 s
+            assert not warned.records
+    finally:
+        mcp_logger.removeHandler(handler)
+        mcp_logger.setLevel(level)
