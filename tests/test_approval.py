@@ -133,6 +133,25 @@ async def test_run_tool_calls_approvals_for_responses_items_and_signed() -> None
     ]
 
 
+async def test_run_tool_calls_keeps_an_edited_call_s_note_within_max_result_bytes() -> None:
+    # The note was added after the result was cut: the output exceeded the limit.
+    registry = _registry()
+    long = "y" * 1000
+    [request] = (
+        await registry.run_tool_calls([_chat("save", "c1", {"text": "a"})])
+    ).pending_approvals
+
+    [done] = await registry.run_tool_calls(
+        [_chat("save", "c1", {"text": "a"})],
+        approvals=[request.approve(arguments={"text": long})],
+        max_result_bytes=300,
+    )
+
+    assert len(done["content"].encode()) <= 300
+    assert done["content"].startswith("[the user edited this call's arguments before it ran")
+    assert done["content"].endswith("yyy") and "bytes omitted" in done["content"]
+
+
 async def test_answers_are_checked_before_any_call_runs() -> None:
     registry = _registry()
     calls = [_chat("save", "c1", {"text": "hi"})]

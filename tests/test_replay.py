@@ -341,6 +341,32 @@ async def test_an_mcp_call_the_cassette_does_not_hold_fails_the_replay(tmp_path:
         cassette.check()  # ...and the replay fails
 
 
+async def test_an_mcp_call_recorded_but_never_made_fails_the_replay() -> None:
+    # check() reported HTTP requests never replayed, but not MCP calls.
+    cassette = Cassette.from_interactions(
+        [
+            {"kind": "mcp", "server": "demo", "method": "tools/list", "tools": [{"name": "t"}]},
+            {"kind": "mcp", "server": "demo", "method": "tools/call", "tool": "t",
+             "arguments": {"x": 1}, "result": "one"},
+            {"kind": "mcp", "server": "demo", "method": "tools/call", "tool": "t",
+             "arguments": {"x": 2}, "result": "two"},
+        ]
+    )  # fmt: skip
+    async with cassette.mcp(McpClient("demo", StdioTransport("no-such-server"))) as demo:
+        assert await demo.call_tool("t", {"x": 2}) == "two"
+    with pytest.raises(
+        CassetteMismatchError,
+        match=r"MCP call 0 \(tool 't' on server 'demo'\) was recorded but the replay never "
+        r"made it \(1 call\(s\) left\)",
+    ):
+        cassette.check()
+    cassette.rewind()
+    async with cassette.mcp(McpClient("demo", StdioTransport("no-such-server"))) as demo:
+        assert await demo.call_tool("t", {"x": 1}) == "one"
+        assert await demo.call_tool("t", {"x": 2}) == "two"
+    cassette.check()  # every call made
+
+
 async def test_an_mcp_call_made_once_more_than_recorded_alike_is_not_in_the_cassette() -> None:
     # Two calls recorded alike (a clock tool, no arguments) are equal dicts: the second
     # was counted as the first, so a third call was answered from the "unplayed" second

@@ -427,6 +427,11 @@ async def test_a_broken_script_item_answers_500_and_takes_no_later_item(
             "a Reply's delay is a number of seconds, 0 or more, got str '0.5'",
         ),
         (lambda: Pause("1"), "a Pause is a number of seconds, 0 or more, got str '1'"),
+        (lambda: S.error(500, 5), "ScriptedChatServer.error()'s message is a str, got int 5"),
+        (
+            lambda: S.error(500, "x", type=None),
+            "ScriptedChatServer.error()'s type is a str, got NoneType None",
+        ),
         (lambda: Pause(-1), "a Pause is a number of seconds, 0 or more, got int -1"),
     ],
 )

@@ -3,6 +3,7 @@ result byte limit, and the images, audio and files of its output."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from contextvars import ContextVar
 
@@ -95,10 +96,30 @@ def model_result(
     api: Api,
     max_attachment_bytes: int | None,
     server: Server = ANY_SERVER,
+    note: str = "",
 ) -> Rendered:
     """What the model receives for an invocation: its text (cut at ``max_bytes``) and
     the images, audio and files of its output (see :mod:`agcore_tools.content`) that
-    the API and ``server`` take."""
+    the API and ``server`` take. A ``note`` (an approval's edit) heads the text, and
+    ``max_bytes`` holds for the two together."""
+    if not note:
+        return _unnoted(invocation, max_bytes, api, max_attachment_bytes, server)
+    room = (
+        None
+        if max_bytes is None
+        else max(max_bytes - len(note.encode("utf-8", "surrogatepass")), 0)
+    )
+    result = _unnoted(invocation, room, api, max_attachment_bytes, server)
+    return dataclasses.replace(result, text=truncate_utf8(note + result.text, max_bytes))
+
+
+def _unnoted(
+    invocation: ToolInvocation,
+    max_bytes: int | None,
+    api: Api,
+    max_attachment_bytes: int | None,
+    server: Server,
+) -> Rendered:
     if invocation.error is None:
         try:
             rendered = render(
@@ -126,6 +147,7 @@ async def model_result_off_loop(
     api: Api,
     max_attachment_bytes: int | None,
     server: Server = ANY_SERVER,
+    note: str = "",
 ) -> Rendered:
     """:func:`model_result`, made in a worker thread when the output is large (see
     :func:`~agcore_tools._text.is_large`): scanning megabytes of rows for binary values
@@ -140,7 +162,13 @@ async def model_result_off_loop(
             api=api,
             max_attachment_bytes=max_attachment_bytes,
             server=server,
+            note=note,
         )
     return model_result(
-        invocation, max_bytes, api=api, max_attachment_bytes=max_attachment_bytes, server=server
+        invocation,
+        max_bytes,
+        api=api,
+        max_attachment_bytes=max_attachment_bytes,
+        server=server,
+        note=note,
     )

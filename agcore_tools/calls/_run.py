@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -266,11 +265,15 @@ async def _answer(
     results: list[Rendered] = []
     for call, done in zip(calls, invocations, strict=True):
         assert done is not None  # iter_invocations yields every position once
+        # The note heads the text within max_result_bytes.
         result = await model_result_off_loop(
-            done, max_result_bytes, api=api, max_attachment_bytes=max_attachment_bytes
+            done,
+            max_result_bytes,
+            api=api,
+            max_attachment_bytes=max_attachment_bytes,
+            note=notes.get(call.call_id, ""),
         )
-        note = notes.get(call.call_id)
-        results.append(result if note is None else replace(result, text=note + result.text))
+        results.append(result)
     outputs = ToolCallOutputs()
     outputs.pending_approvals = tuple(waiting)
     if api == "responses":

@@ -44,6 +44,7 @@ __all__ = [
     "answer_list",
     "decline_open",
     "log_refused_answer",
+    "log_unused_answers",
     "paused_response",
 ]
 
@@ -221,6 +222,19 @@ def log_refused_answer(call_id: str, error: ApprovalError) -> None:
         "(in the response's pending_approvals): %s",
         call_id,
         error.redacted,
+    )
+
+
+def log_unused_answers(call_id: str, answered: int, asked: int) -> None:
+    """Say that some, not all, of a call's questions were answered inline: the call goes
+    on only with every answer, so it still waits and those answers are not used."""
+    logger.warning(
+        "%d of the %d questions of call %r were answered inline; the call goes on only "
+        "with every answer, so it still waits (in the response's pending) and the inline "
+        "answers were not used: answer all of its questions on resume",
+        answered,
+        asked,
+        call_id,
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from .._attachments import Rendered, Server, attachments_message
 from .._code_mode import RUN_PYTHON, ProgramPaused, RunPythonTool
 from .._inline import close_answers
-from .._text import own_copy
+from .._text import own_copy, truncate_utf8
 from ..approval import ToolApprovalRequested
 from ..base import ToolContext
 from ..calls import (
@@ -31,7 +31,7 @@ from ..calls import (
 from ..error import ApprovalError, LlmError, ToolError, ToolNotFoundError
 from ..pending import LEFT_RUNNING, CallPaused, InputRequest, ToolInputRequested
 from ..registry import ToolInvocation, ToolRegistry
-from ._approval import Gate, log_refused_answer
+from ._approval import Gate, log_refused_answer, log_unused_answers
 from ._paused import hold_call, prepare_call_resume, resume_calls
 from ._policy import drop_program_states, mark_unknown, tidy_answers, tool_message
 from ._programs import hold_paused, prepare_resume, resume_programs
@@ -160,11 +160,11 @@ async def run_tools(
                         api=config.api,
                         max_attachment_bytes=limits.max_attachment_bytes,
                         server=server,
+                        # The history shows the model's own arguments: the note says
+                        # what ran, within max_bytes with the result.
+                        note=notes.get(calls[position].call_id, ""),
                     )
                     unrendered = None
-                    note = notes.get(calls[position].call_id)
-                    if note is not None:  # the history shows the model's own arguments
-                        result = dataclasses.replace(result, text=note + result.text)
                     text = result.text
                     texts[position], rendered[position] = text, result
                     # An error the call came with (bad arguments, an unknown tool the
@@ -240,6 +240,8 @@ async def run_tools(
                     close_answers(inline)  # not on a stop at the event: see _inline
                     if inline.answer is not None:
                         answers[asked.request_id] = inline.answer
+                if answers and len(answers) < len(asked_now):
+                    log_unused_answers(calls[position].call_id, len(answers), len(asked_now))
                 if len(answers) == len(asked_now):
                     prepare_call_resume(
                         calls[position], registry, question.state, asked_now, answers
@@ -257,6 +259,7 @@ async def run_tools(
                 api=config.api,
                 max_attachment_bytes=limits.max_attachment_bytes,
                 server=server,
+                note=notes.get(calls[position].call_id, ""),
             )
             texts[position], rendered[position] = result.text, result
         # 4. Answer every call, in the calls' order, even when cancelled midway.
@@ -279,6 +282,8 @@ async def run_tools(
                 if isinstance(code, RunPythonTool):
                     report = code.cut_short(call.call_id, "the program was cut off")
                     answer = answer if report is None else f"{answer}\n{report}"
+                if call.call_id in notes:  # it started with the arguments the user gave
+                    answer = truncate_utf8(notes[call.call_id] + answer, max_bytes)
             messages.append(tool_message(call, answer))
         drop_program_states(messages)
         # Tool messages carry text only: the images, audio and files follow them.

@@ -44,22 +44,33 @@ async def restore_log_level(
 ) -> None:
     """Send ``logging/setLevel`` with the level chosen now (``level()``), under ``lock``
     (which ``set_log_level()`` holds while it sends its own, so the latest level is the
-    last the server gets), waiting at most ``seconds`` for the lock and the answer; a
-    failure is logged at WARNING (masked with ``mask``), never raised, since it must not
-    end the connection it runs in."""
+    last the server gets), waiting at most ``seconds`` for the lock and as long again
+    for the answer; a failure is logged at WARNING (masked with ``mask``), never raised,
+    since it must not end the connection it runs in. A ``set_log_level()`` that holds
+    the lock past ``seconds`` sends the latest level itself: nothing is sent then."""
     import anyio
     import mcp_types as types
 
     chosen = level()
     try:
         with anyio.fail_after(seconds):
-            async with lock:
-                chosen = level()  # a set_log_level() that held the lock may have changed it
-                if chosen is None:
-                    return
-                params = types.SetLevelRequestParams(level=chosen)  # type: ignore[arg-type]
-                request = types.SetLevelRequest(params=params)
-                await client.session.send_request(request, types.EmptyResult)
+            await lock.acquire()
+    except TimeoutError:
+        logger.debug(
+            "MCP server '%s': a set_log_level() in progress held the level for %g s after "
+            "reconnecting; the level it sends is left to it",
+            server_name,
+            seconds,
+        )
+        return
+    try:
+        chosen = level()  # a set_log_level() that held the lock may have changed it
+        if chosen is None:
+            return
+        params = types.SetLevelRequestParams(level=chosen)  # type: ignore[arg-type]
+        request = types.SetLevelRequest(params=params)
+        with anyio.fail_after(seconds):
+            await client.session.send_request(request, types.EmptyResult)
     except TimeoutError:
         logger.warning(
             "MCP server '%s': did not answer logging/setLevel within %g s after reconnecting; "
@@ -75,3 +86,5 @@ async def restore_log_level(
             chosen,
             mask(describe(exc)),
         )
+    finally:
+        lock.release()

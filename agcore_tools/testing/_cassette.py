@@ -355,7 +355,7 @@ class Cassette:
     def check(self) -> None:
         """Raise the first difference met while replaying, if any, even one the code
         under test caught (a tool's error becomes a tool result), or a recorded
-        request that was not asked for again.
+        request, or MCP tool call, that was not asked for again.
 
         Example:
             >>> Cassette.from_interactions([]).check()  # nothing recorded, nothing missed
@@ -377,6 +377,17 @@ class Cassette:
                 None,
                 message=f"request {index} ({route}) was recorded but the replay never sent it "
                 f"({len(unplayed)} request(s) left)",
+            )
+        calls = self._mcp.unplayed()
+        if calls:
+            index, call = calls[0]
+            raise CassetteMismatchError(
+                index,
+                "tool",
+                call["tool"],
+                None,
+                message=f"MCP call {index} (tool '{call['tool']}' on server '{call['server']}') "
+                f"was recorded but the replay never made it ({len(calls)} call(s) left)",
             )
 
     def save(self) -> None:

@@ -182,6 +182,11 @@ class ScriptedChatServer:
             >>> ScriptedChatServer.error(429, headers={"Retry-After": "1"}).status
             429
         """
+        for what, value in (("message", message), ("type", type)):
+            if not isinstance(value, str):
+                raise LlmUsageError(
+                    f"ScriptedChatServer.error()'s {what} is a str, got {described(value)}"
+                )
         body = {"error": {"message": message, "type": type, "code": None, "param": None}}
         return RawResponse(status, body, dict(headers or {}))
 

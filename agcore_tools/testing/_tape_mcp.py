@@ -167,6 +167,11 @@ class McpTape:
                 return tools
         raise CassetteError(f"the cassette holds no tool list of MCP server '{server}'")
 
+    def unplayed(self) -> list[tuple[int, dict[str, Any]]]:
+        """The recorded tool calls no replayed call asked for: their indexes (among the
+        calls, from 0) and the calls."""
+        return [(i, call) for i, call in enumerate(self._calls) if i not in self._played]
+
     def call(self, server: str, tool: str, args: Any) -> dict[str, Any]:
         """The recorded outcome of calling ``tool`` with ``args`` (in recorded order)."""
         queue = self._queues.get(_key(server, tool, args))

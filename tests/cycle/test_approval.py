@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import textwrap
@@ -23,6 +24,7 @@ from agcore_tools import (
     ToolContext,
     ToolExecutionCompleted,
     ToolExecutionStarted,
+    ToolProgress,
     ToolRegistry,
     TurnComplete,
 )
@@ -149,6 +151,72 @@ async def test_the_model_reads_the_arguments_an_edited_call_ran_with(
     )
     assert tool_messages(cycle.messages)["c1"] == told
     assert json.dumps(told)[1:-1] in json.dumps(server.requests[1].json)  # what the model read
+
+
+@pytest.mark.parametrize("size", [1000, 80])
+async def test_an_edited_call_s_note_and_result_stay_within_max_result_bytes(
+    serve, make_cycle, size
+):
+    # The note was added after the result was cut, so the model read ~70 bytes more
+    # than max_result_bytes; with a limit smaller than the note, the note is cut too.
+    registry = ToolRegistry()
+
+    @registry.tool(needs_approval=True)
+    def transfer(to: str, amount: int) -> str:
+        """Send money."""
+        return "done " + "x" * 1000
+
+    server = serve(
+        S.reply_tool_calls([("transfer", {"to": "Ada", "amount": 500}, "c1")]),
+        S.reply_text("Sent."),
+    )
+    cycle = make_cycle(server, max_result_bytes=size)
+    [request] = (await cycle.submit_with_tools("send Ada 500", registry)).pending_approvals
+    await cycle.submit_with_tools(
+        None, registry, approvals=[request.approve(arguments={"to": "Ada", "amount": 50})]
+    )
+
+    text = tool_messages(cycle.messages)["c1"]
+    assert len(text.encode()) <= size
+    assert text.startswith("[the user edited")
+    assert "bytes omitted" in text
+    if size > 200:
+        assert text.startswith(
+            "[the user edited this call's arguments before it ran; it ran with "
+            '{"amount": 50, "to": "Ada"}]\ndone xxx'
+        )
+        assert text.endswith("xxx")
+
+
+async def test_an_edited_call_cut_off_by_a_cancellation_says_what_it_started_with(
+    serve, make_cycle
+):
+    # The model read only "aborted", and took its own arguments (500) for the ones the
+    # call had started with.
+    registry = ToolRegistry()
+
+    @registry.tool(needs_approval=True)
+    async def transfer(to: str, amount: int, ctx: ToolContext) -> str:
+        """Send money."""
+        ctx.report_progress(1, 2, "sending")
+        await asyncio.Event().wait()
+        return "done"
+
+    server = serve(S.reply_tool_calls([("transfer", {"to": "Ada", "amount": 500}, "c1")]))
+    cycle = make_cycle(server)
+    async with cycle.submit_stream_with_tools("send Ada 500", registry) as events:
+        async for event in events:
+            if isinstance(event, ToolApprovalRequested):
+                event.approve(arguments={"to": "Ada", "amount": 50})
+            if isinstance(event, ToolProgress):  # the call is running
+                break
+
+    assert tool_messages(cycle.messages)["c1"] == (
+        "[the user edited this call's arguments before it ran; it ran with "
+        '{"amount": 50, "to": "Ada"}]\n'
+        "Error: aborted; tool 'transfer' did not complete: the tool loop was cancelled"
+    )
+    assert_history_valid(cycle.messages)
 
 
 async def test_an_approval_that_edits_nothing_adds_no_note(serve, make_cycle, bank):

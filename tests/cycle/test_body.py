@@ -263,3 +263,29 @@ async def test_an_azure_client_still_routes_to_its_deployment(
     assert request.path.startswith("/openai/deployments/my-deployment/chat/completions")
     assert request.headers["api-key"] == "k"
     assert request.json["messages"] == [{"role": "user", "content": "héllo"}]
+
+
+async def test_a_lone_surrogate_in_a_key_is_sent_replaced_and_clean_messages_are_not_copied(
+    serve: Callable[..., ScriptedChatServer],
+) -> None:
+    # A property name decoded from a JSON escape (an MCP tool's inputSchema, "\udcff")
+    # was not looked at: the request failed to encode, before anything was sent.
+    clean = {"role": "user", "content": "Bonjour é"}
+    odd = {"role": "user", "content": "hi", "x\udcff": 1}
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "parameters": {"type": "object", "properties": {"caf\udcff": {"type": "string"}}},
+        },
+    }
+    params = {"model": "m", "messages": [clean, odd], "tools": [tool]}
+    sent = lighten(params, ["messages", "tools"])
+    assert sent["extra_body"]["messages"][0] is clean
+    assert sent["extra_body"]["messages"][1] == {"role": "user", "content": "hi", "x\ufffd": 1}
+    server = serve(S.reply_text("ok"))
+    async with server.client(timeout=10.0) as client:
+        await _send(client, "chat", sent)
+    [request] = server.requests
+    assert "caf\ufffd" in request.json["tools"][0]["function"]["parameters"]["properties"]
+    assert params["messages"][1] is odd and "x\udcff" in odd  # the caller's, unchanged

@@ -16,13 +16,14 @@ import time
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from agcore_tools import (
     ApprovalDecision,
     ApprovalError,
+    BaseTool,
     InputAnswer,
     InputRequest,
     LlmError,
@@ -30,6 +31,7 @@ from agcore_tools import (
     McpError,
     StdioTransport,
     StreamableHttpTransport,
+    ToolContext,
     ToolExecutionError,
     ToolInputRequested,
     ToolPolicy,
@@ -37,6 +39,7 @@ from agcore_tools import (
     ToolRegistry,
 )
 from agcore_tools.cycle._call_ids import UNIQUE_CALL_IDS
+from agcore_tools.pending import CallPaused
 from tests.mcp.conftest import FIXTURE, HttpServer
 
 from .conftest import S, assert_history_valid, tool_messages
@@ -908,3 +911,57 @@ async def test_a_call_edited_on_approval_goes_on_from_its_question_with_the_edit
         '{"party": "Bob"}]\nbooked 2 seats for Bob; asked 0 h ago; state intact'
     )
     assert_history_valid(fresh.messages)
+
+
+class _TwoQuestions(BaseTool):
+    """Asks two questions at once (as an MCP ``input_required`` may), then answers
+    with what it was told."""
+
+    name = "plan_trip"
+    description = "Plan a trip."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    def __init__(self) -> None:
+        self.resumes: dict[str, Any] = {}
+
+    def resume_next(self, call_id: str, resume: Any) -> None:
+        self.resumes[call_id] = resume
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        call_id = ctx.call_id or ""
+        resume = self.resumes.pop(call_id, None)
+        if resume is not None:
+            return json.dumps(resume["answers"], sort_keys=True)
+        schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+        return CallPaused(
+            (
+                InputRequest(f"{call_id}~where", call_id, self.name, "Where?", schema),
+                InputRequest(f"{call_id}~when", call_id, self.name, "When?", schema),
+            ),
+            {},
+        )
+
+
+async def test_a_call_whose_questions_are_answered_only_in_part_inline_says_so(
+    serve, make_cycle, caplog
+):
+    # The one answer given was dropped without a word: the call still waited.
+    model = serve(S.reply_tool_calls([("plan_trip", {}, "c_trip")]))
+    registry = ToolRegistry()
+    registry.register(_TwoQuestions())
+    stream = make_cycle(model).submit_stream_with_tools("plan", registry)
+    with caplog.at_level(logging.WARNING, logger="agcore_tools.approval"):
+        async for event in stream:
+            if isinstance(event, ToolInputRequested) and event.request.message == "Where?":
+                event.accept({"x": "Rome"})
+    response = stream.response
+
+    assert response is not None
+    assert [p.message for p in response.pending if isinstance(p, InputRequest)] == [
+        "Where?",
+        "When?",
+    ]
+    assert (
+        "1 of the 2 questions of call 'c_trip' were answered inline; the call goes on only "
+        "with every answer, so it still waits"
+    ) in caplog.text

@@ -447,3 +447,70 @@ async def test_roots_changes_need_a_roots_handler() -> None:
     client = McpClient("x", StdioTransport("unused"))
     with pytest.raises(ValueError, match="no roots_handler was given"):
         await client.notify_roots_changed()
+
+
+class _Session:
+    """Answers logging/setLevel after ``delay`` seconds, keeping the levels sent."""
+
+    def __init__(self, delay: float = 0) -> None:
+        self.delay = delay
+        self.sent: list[str] = []
+
+    async def send_request(self, request: Any, result: Any) -> Any:
+        self.sent.append(request.params.level)
+        await asyncio.sleep(self.delay)
+        return result()
+
+
+class _Client:
+    def __init__(self, session: _Session) -> None:
+        self.session = session
+
+
+def _client(session: _Session) -> Any:
+    return _Client(session)
+
+
+async def test_a_set_log_level_in_progress_during_a_reconnect_is_no_unanswered_set_level() -> None:
+    # The re-send bounded its wait for set_log_level()'s lock with the server's answer,
+    # and warned "did not answer logging/setLevel within N s" though it never sent one.
+    # restore_log_level alone, with a bound of 0.2 s: through a client it waits out the
+    # client's timeout (test_a_level_chosen_while_a_restart_... covers that path).
+    from agcore_tools.mcp._log_restore import restore_log_level
+
+    session, lock = _Session(), asyncio.Lock()
+    with warnings_of_mcp() as warned, _debug() as seen:
+        async with lock:  # the app's set_log_level() is in progress
+            await restore_log_level(_client(session), lambda: "error", lock, 0.2, "s", str)
+        assert not warned.records and session.sent == []
+        assert any("set_log_level() in progress held the level" in m for m in seen)
+        assert not lock.locked()
+        # A lock freed in time: the latest level is sent; a server slower than the
+        # bound is warned about, and the lock is freed.
+        await restore_log_level(_client(session), lambda: "info", lock, 0.2, "s", str)
+        assert session.sent == ["info"] and not warned.records
+        slow = _Session(delay=5)
+        await restore_log_level(_client(slow), lambda: "debug", lock, 0.2, "s", str)
+        assert slow.sent == ["debug"] and not lock.locked()
+        assert "did not answer logging/setLevel within 0.2 s" in warned.records[0].getMessage()
+
+
+@contextmanager
+def _debug() -> Iterator[list[str]]:
+    """The messages of ``agcore_tools.mcp``, DEBUG ones included."""
+    seen: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    handler = Keep(logging.DEBUG)
+    mcp_logger = logging.getLogger("agcore_tools.mcp")
+    mcp_logger.addHandler(handler)
+    level = mcp_logger.level
+    mcp_logger.setLevel(logging.DEBUG)
+    try:
+        yield seen
+    finally:
+        mcp_logger.removeHandler(handler)
+        mcp_logger.setLevel(level)
