@@ -178,6 +178,7 @@ class Connection:
         self._probed_at = -math.inf
         self._probe_result: str | None = None
         self._given_up = False
+        self.closed_by_app = False  # by McpClient.close(): a call it cuts off is no fault
         self.stream = NotificationStream(  # where the server's notifications come
             self.server_name, on_tools_changed, lambda: self.state is State.READY
         )
@@ -234,11 +235,15 @@ class Connection:
         if not self.usable:
             await self.stop()
             raise McpNotInitializedError(
-                self.server_name, self.lost_reason or "closed while connecting"
+                self.server_name,
+                self.lost_reason or "closed while connecting",
+                by_caller=self.closed_by_app and self.lost_reason is None,
             )
 
-    async def stop(self) -> None:
-        """Ask the owner task to close the session, and wait (bounded) until it has."""
+    async def stop(self, *, by_app: bool = False) -> None:
+        """Ask the owner task to close the session, and wait (bounded) until it has;
+        ``by_app``: for the app's ``close()``."""
+        self.closed_by_app = self.closed_by_app or by_app
         if self.state is State.READY:
             self.state = State.CLOSED
         if self._scope is not None and not self._ready.is_set():
@@ -543,9 +548,12 @@ class Connection:
 
     def _startup_error(self, exc: BaseException | None, *, timed_out: bool) -> ToolError:
         # The client's timeout is read only for a start-up that timed out.
-        return self._startup.error(
+        error = self._startup.error(
             exc, self.child, self._stop.is_set(), timed_out, lambda: self.settings.timeout
         )
+        if isinstance(error, McpNotInitializedError) and self.closed_by_app:
+            error.by_caller = True  # the app closed the client while it connected
+        return error
 
     # -- server-to-client traffic ----------------------------------------------------
 

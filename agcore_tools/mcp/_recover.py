@@ -228,7 +228,10 @@ async def _classify(
         if conn is None or conn.state is State.CLOSED:
             return Verdict(
                 McpNotInitializedError(
-                    name, f"{action} failed: the client was closed", tool_name=tool_name
+                    name,
+                    f"{action} failed: the client was closed",
+                    tool_name=tool_name,
+                    by_caller=conn is not None and conn.closed_by_app,
                 )
             )
         if conn.http and conn.state is State.READY and exc.message != GENERIC_CLOSE:

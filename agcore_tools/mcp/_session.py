@@ -434,7 +434,7 @@ class Session:
             if not woken.done():
                 woken.set_result(None)
         if conn is not None:
-            await conn.stop()
+            await conn.stop(by_app=True)
         if self._restarting:
             # A restart a caller left is past its backoff, or stopped above with the
             # connection it was starting: it ends at once.

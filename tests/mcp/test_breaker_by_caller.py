@@ -19,7 +19,7 @@ from agcore_tools import (
 )
 from agcore_tools.mcp import McpTool, McpToolInfo
 
-from .conftest import FIXTURE
+from .conftest import FIXTURE, assert_no_stray_tasks
 
 POLICY = ToolPolicy(breaker=Breaker(failures=1, window=60.0, cool_down=60.0))
 
@@ -83,3 +83,28 @@ def test_a_call_after_the_connecting_loop_ended_does_not_open_the_breaker() -> N
         await client.close()
 
     asyncio.run(call())
+
+
+async def test_a_call_the_app_cut_off_by_closing_the_client_does_not_open_the_breaker() -> None:
+    # The server has the call (it is asking the client's model) when the app closes the
+    # client: "the client was closed" is the app's doing, not the server's.
+    asked = asyncio.Event()
+
+    async def sample(ctx: object, params: object) -> None:
+        asked.set()
+        await asyncio.sleep(30)  # cut off by close()
+
+    transport = StdioTransport(sys.executable, [str(FIXTURE)])
+    client = McpClient("fixture", transport, timeout=15, protocol="legacy", sampling_handler=sample)
+    await client.connect()
+    registry = ToolRegistry()
+    registry.register_all(client.into_tools())
+    registry.set_policy(POLICY, category="mcp:fixture")
+    call = asyncio.create_task(registry.invoke_all([("sample", {"prompt": "hi"})]))
+    await asyncio.wait_for(asked.wait(), 10)
+    await client.close()
+    [cut] = await asyncio.wait_for(call, 10)
+    assert isinstance(cut.error, McpNotInitializedError) and cut.error.by_caller
+    assert "the client was closed" in str(cut.error)
+    assert registry.unavailable_tools() == []  # it opened here before
+    await assert_no_stray_tasks()  # the handler cut off with its call
