@@ -46,22 +46,7 @@ def is_plain_json(value: Any) -> bool:
         >>> is_plain_json([{"role": "user", "content": ("a tuple",)}])
         False
     """
-    stack = [value]
-    pop = stack.pop
-    extend = stack.extend
-    while stack:
-        item = pop()
-        kind = type(item)
-        if kind is dict:
-            for key in item:
-                if type(key) is not str:
-                    return False
-            extend(item.values())
-        elif kind is list:
-            extend(item)
-        elif kind not in _SCALARS:
-            return False
-    return True
+    return _inspect(value)[0]  # one walk of a value, shared with the surrogate check
 
 
 def _inspect(value: Any) -> tuple[bool, bool]:
