@@ -185,7 +185,7 @@ class Cassette:
         self._secrets: set[str] = set()  # found in the requests while recording
         self._recorded_clients: list[McpClient] = []  # their requests' credentials, on save
         self._http = HttpTape(self.interactions, self._secrets)
-        self._mcp = McpTape(self.interactions)
+        self._mcp = McpTape(self.interactions, self._http)
 
     @classmethod
     def from_interactions(cls, interactions: Iterable[Mapping[str, Any]]) -> Cassette:
@@ -210,7 +210,7 @@ class Cassette:
         cassette._secrets = set()
         cassette._recorded_clients = []
         cassette._http = HttpTape(cassette.interactions, cassette._secrets)
-        cassette._mcp = McpTape(cassette.interactions)
+        cassette._mcp = McpTape(cassette.interactions, cassette._http)
         return cassette
 
     def _read(self) -> dict[str, Any]:
