@@ -50,9 +50,13 @@ _VERSION = 1
 # the values given as ``secrets=`` are scrubbed whatever their length.
 _MIN_SECRET = 8
 # Also secret in an MCP server's env, as StdioTransport.describe() hides them: a
-# webhook's URL is its own credential (SLACK_WEBHOOK_URL), and so is what a name calls
-# private (GOOGLE_PRIVATE_KEY_ID).
+# webhook's URL is its own credential (SLACK_WEBHOOK_URL, SLACK_HOOK_URL), and so is
+# what a name calls private (GOOGLE_PRIVATE_KEY_ID, SERVICE_PRIVATE_ID)...
 _SECRET_ENV = re.compile(r"hook|private", re.IGNORECASE)
+# ... but not where files are (GIT_HOOKS_PATH, HOOKS_DIR): a path, scrubbed from the
+# whole file, would change what is replayed. A webhook's name is secret whatever it ends
+# in, and the rule of secret_named() applies to all (PRIVATE_KEY_PATH holds "key").
+_PLACE = re.compile(r"(?:^|[_-])(?:path|paths|dir|dirs|directory|folder)$", re.IGNORECASE)
 _ENDPOINTS = ("/chat/completions", "/responses", "/models", "/embeddings", "/completions")
 
 
@@ -529,10 +533,17 @@ def _transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> s
     found = set(named_transport_secrets(transport))
     if isinstance(transport, StdioTransport):
         env = (transport.env or {}).items()
-        found.update(v for name, v in env if secret_named(name) or _SECRET_ENV.search(name))
+        found.update(value for name, value in env if _secret_env(name))
     else:
         collect_header_secrets((transport.headers or {}).items(), found)
     return found
+
+
+def _secret_env(name: str) -> bool:
+    """Whether an MCP server's ``env`` entry ``name`` holds a secret."""
+    if secret_named(name) or "webhook" in name.lower():
+        return True
+    return _SECRET_ENV.search(name) is not None and _PLACE.search(name) is None
 
 
 def _scrub(value: Any, secrets: list[str]) -> Any:
