@@ -184,7 +184,10 @@ def test_hook_and_private_folders_in_an_mcp_servers_env_stay_and_their_secrets_g
                "DISCORD_WEBHOOK": "https://discord.example/api/webhooks/2222/hook-secret-2222",
                "WEBHOOK_PATH": "/hooks/catch/3333333/hook-secret-3333",
                "GITLAB_PRIVATE_TOKEN": "glpat-private-4444", "SERVICE_PRIVATE_ID": "priv-55555555",
-               "PRE_COMMIT_HOOK": "hook-value-66666666"}  # fmt: skip
+               "PRE_COMMIT_HOOK": "hook-value-66666666",
+               # A webhook's URL path is its credential, though the name ends in PATH.
+               "SLACK_HOOK_PATH": "/services/T0/B0/hook-secret-7777",
+               "PRIVATE_LINK_PATH": "/s/private-share-8888"}  # fmt: skip
     path = tmp_path / "places.json"
 
     async def run(cassette: Cassette) -> object:

@@ -53,10 +53,15 @@ _MIN_SECRET = 8
 # webhook's URL is its own credential (SLACK_WEBHOOK_URL, SLACK_HOOK_URL), and so is
 # what a name calls private (GOOGLE_PRIVATE_KEY_ID, SERVICE_PRIVATE_ID)...
 _SECRET_ENV = re.compile(r"hook|private", re.IGNORECASE)
-# ... but not where files are (GIT_HOOKS_PATH, HOOKS_DIR): a path, scrubbed from the
-# whole file, would change what is replayed. A webhook's name is secret whatever it ends
-# in, and the rule of secret_named() applies to all (PRIVATE_KEY_PATH holds "key").
-_PLACE = re.compile(r"(?:^|[_-])(?:path|paths|dir|dirs|directory|folder)$", re.IGNORECASE)
+# ... but not where files are (GIT_HOOKS_PATH, HOOKS_DIR, PRIVATE_DIR): a path, scrubbed
+# from the whole file, would change what is replayed. Doubt scrubs: a webhook's name is
+# secret whatever it ends in, and so is one naming a URL, a link or an endpoint; a PATH
+# after a single HOOK is a webhook's URL path (SLACK_HOOK_PATH=/services/T0/B0/secret),
+# and the rule of secret_named() applies to all (PRIVATE_KEY_PATH holds "key").
+_FOLDER = re.compile(r"(?:^|[_-])(?:dir|dirs|directory|folder)$", re.IGNORECASE)
+_PATH = re.compile(r"(?:^|[_-])paths?$", re.IGNORECASE)
+_ONE_HOOK = re.compile(r"hook(?!s)", re.IGNORECASE)
+_WEB = re.compile(r"url|uri|link|endpoint|route|host|addr", re.IGNORECASE)
 _ENDPOINTS = ("/chat/completions", "/responses", "/models", "/embeddings", "/completions")
 
 
@@ -543,7 +548,13 @@ def _secret_env(name: str) -> bool:
     """Whether an MCP server's ``env`` entry ``name`` holds a secret."""
     if secret_named(name) or "webhook" in name.lower():
         return True
-    return _SECRET_ENV.search(name) is not None and _PLACE.search(name) is None
+    if _SECRET_ENV.search(name) is None:
+        return False
+    if _WEB.search(name):
+        return True
+    if _FOLDER.search(name):
+        return False
+    return _PATH.search(name) is None or _ONE_HOOK.search(name) is not None
 
 
 def _scrub(value: Any, secrets: list[str]) -> Any:
