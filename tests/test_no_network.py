@@ -73,3 +73,15 @@ def test_connections_are_still_refused_the_loopback_s_too() -> None:
     with pytest.raises(CassetteError, match="connect to"), no_network() as guard:
         socket.create_connection(("127.0.0.1", 9), timeout=1)
     assert guard.attempts == ["('127.0.0.1', 9)"]
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_NETLINK"), reason="netlink is Linux's")
+def test_a_netlink_datagram_to_the_kernel_is_not_refused() -> None:
+    # A netlink address is (pid, groups): (0, 0) is the kernel, in this machine; it was
+    # judged as an IP address, and refused.
+    with (
+        socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0) as kernel,
+        no_network() as guard,
+    ):
+        kernel.sendto(bytes(16), (0, 0))
+    assert guard.attempts == []

@@ -48,6 +48,10 @@ class NetworkGuard:
 
 _LOOKUPS = ("socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyname_ex")
 _DATAGRAMS = ("socket.sendto", "socket.sendmsg")
+# Families whose datagrams stay in the machine (a Unix socket's, the kernel's netlink).
+_LOCAL_FAMILIES = frozenset(
+    getattr(socket, name) for name in ("AF_UNIX", "AF_NETLINK") if hasattr(socket, name)
+)
 
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:
@@ -65,8 +69,10 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
         message = f"a {attempt} was tried"
     elif event in _DATAGRAMS:
         address = args[1] if len(args) > 1 else None
+        if getattr(args[0], "family", None) in _LOCAL_FAMILIES:
+            return
         if not isinstance(address, tuple) or not address or _loopback(address[0]):
-            return  # a connected socket's (its connect was judged), a Unix socket's
+            return  # a connected socket's (its connect was judged)
         attempt = f"datagram to {address!r}"
         message = f"a socket tried to send a {attempt}"
     else:
@@ -137,10 +143,13 @@ def no_network() -> Iterator[NetworkGuard]:
     use) of any name but ``localhost`` and its subdomains (an IP address given as text
     asks no name server, and passes); a datagram (``sendto``, ``sendmsg``) to any
     address but the loopback. Allowed: listening and accepting (a server in another
-    test's thread is not disturbed), the loopback's datagrams and lookups, Unix
-    sockets. Not seen: reverse lookups (``gethostbyaddr``, ``getnameinfo``, as
-    ``socket.getfqdn()`` makes), and what does not go through Python's ``socket``
-    module (a C library's own sockets, a subprocess).
+    test's thread is not disturbed), the loopback's datagrams and lookups, a Unix or
+    netlink socket's datagrams (connecting to a Unix socket is refused, as any
+    connection). Not refused: reverse lookups (``gethostbyaddr``, ``getnameinfo``, as
+    ``socket.getfqdn()`` makes). Not seen: what does not go through Python's ``socket``
+    module (a C library's own sockets, a subprocess). The block is the whole process's,
+    as the hook is: another thread's attempt while it is open (a test server's, the
+    worker thread asyncio's ``getaddrinfo()`` runs in) is refused too.
 
     Example:
         >>> import socket
