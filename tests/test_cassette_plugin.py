@@ -304,3 +304,66 @@ def test_a_cassette_whose_file_name_fits_is_saved_though_its_name_is_long(
     assert path.is_file()
     assert Cassette(path, "none").interactions == []
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left
+
+
+ASK = """
+from agcore_tools import CycleConfig, LlmCycle
+from agcore_tools.testing import ScriptedChatServer
+
+async def ask(cassette, prompt):
+    if not cassette.recording:
+        async with cassette.client() as client:
+            return (await LlmCycle(CycleConfig("m"), client=client).submit(prompt)).text
+    with ScriptedChatServer([ScriptedChatServer.reply_text(f"re: {prompt}")]) as server:
+        async with cassette.client(base_url=server.base_url, api_key="k") as client:
+            return (await LlmCycle(CycleConfig("m"), client=client).submit(prompt)).text
+"""
+
+
+def test_tests_in_two_folders_sharing_one_cassette_dir_are_refused(tmp_path: Path) -> None:
+    # The check compared names folder by folder: a/test_chat.py::test_answer and
+    # b/test_chat.py::test_answer both wrote <root>/cassettes/test_chat.test_answer.json,
+    # so the second replayed the first's run (and failed on its prompt, or passed on it).
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+        (tmp_path / folder / "test_chat.py").write_text(
+            f"{ASK}\nimport pytest\n\n@pytest.fixture\ndef cassette_dir(request):\n"
+            "    return request.config.rootpath / 'cassettes'\n\n"
+            f"async def test_answer(cassette):\n"
+            f"    assert await ask(cassette, {folder!r}) == 're: {folder}'\n"
+        )
+    out = _pytest(tmp_path, "")
+    assert "1 passed, 1 error" in out, out
+    assert (
+        f"cassette {tmp_path / 'cassettes' / 'test_chat.test_answer.json'} of "
+        "b/test_chat.py::test_answer is also the cassette of a/test_chat.py::test_answer, "
+        "so one would replay the other's run"
+    ) in out, out
+
+
+def test_tests_of_one_default_name_in_cassette_dirs_of_their_own_are_not_refused(
+    tmp_path: Path,
+) -> None:
+    # test_chat[stream] and test_chat_stream are both test_plugin_run.test_chat_stream, but
+    # a cassette_dir of each test function's own keeps them apart: both were refused.
+    out = _pytest(
+        tmp_path,
+        f"""{ASK}
+import pytest
+
+@pytest.fixture
+def cassette_dir(request):
+    return request.path.parent / "cassettes" / request.node.originalname
+
+@pytest.mark.parametrize("mode", ["stream"])
+async def test_chat(cassette, mode):
+    assert await ask(cassette, "one") == "re: one"
+
+async def test_chat_stream(cassette):
+    assert await ask(cassette, "two") == "re: two"
+""",
+    )
+    assert "2 passed" in out and "error" not in out, out
+    out = _pytest(tmp_path, (tmp_path / "test_plugin_run.py").read_text(), "--record-mode=none")
+    assert "2 passed" in out and "error" not in out, out

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import CycleConfig, LlmCycle, ToolRegistry
+from agcore_tools import CycleConfig, LlmCycle, McpClient, ToolRegistry
 from agcore_tools.testing import (
     Cassette,
     CassetteError,
@@ -26,6 +26,7 @@ from agcore_tools.testing import (
 )
 
 from ._replay_runs import ROOT
+from .mcp.conftest import fixture_stdio
 
 S = ScriptedChatServer
 
@@ -304,3 +305,39 @@ def test_a_hand_edited_cassette_with_a_broken_field_names_the_file_and_the_field
         with pytest.raises(CassetteError) as caught:
             Cassette.from_interactions(data["interactions"])
         assert str(caught.value).startswith(f"Cassette.from_interactions(): {said}")
+
+
+async def test_a_tool_list_that_changed_while_recording_replays_turn_by_turn(
+    tmp_path: Path,
+) -> None:
+    # Each turn offered the tools the server listed then; a replay gave every turn the
+    # last list (with 'greet' in it), so the first request differed at its tools.
+    path = tmp_path / "changed.json"
+
+    async def run(cassette: Cassette, **options: Any) -> list[list[str]]:
+        offered = []
+        mcp = cassette.mcp(McpClient("fx", fixture_stdio()))
+        async with mcp, cassette.client(**options) as client:
+            messages: list[Any] = [{"role": "user", "content": "add a tool, then greet"}]
+            for _ in range(2):
+                tools = await mcp.definitions()
+                offered.append(sorted(t["function"]["name"] for t in tools))
+                reply = await client.chat.completions.create(
+                    model="m", messages=messages, tools=tools
+                )
+                message = reply.choices[0].message
+                messages.append(message.model_dump(exclude_none=True))
+                for call in message.tool_calls or []:
+                    args = json.loads(call.function.arguments)
+                    result = await mcp.call_tool(call.function.name, args)
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+                    await mcp.refresh_tools()  # the server said its list changed
+        return offered
+
+    script = [S.reply_tool_calls([("add_tool", {"name": "greet"}, "c1")]), S.reply_text("ok")]
+    with S(script) as server, Cassette(path, "rewrite") as cassette:
+        recorded = await run(cassette, base_url=server.base_url, api_key="sk-unused")
+    assert "greet" not in recorded[0] and "greet" in recorded[1]
+
+    with no_network(), Cassette(path, "none") as cassette:
+        assert await run(cassette) == recorded

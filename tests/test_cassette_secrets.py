@@ -169,6 +169,44 @@ def test_a_webhook_url_and_a_private_value_in_an_mcp_servers_env_are_scrubbed(
     assert replayed["SLACK_WEBHOOK_URL"] == replayed["SERVICE_PRIVATE_ID"] == "[scrubbed]"
 
 
+def test_hook_and_private_folders_in_an_mcp_servers_env_stay_and_their_secrets_go(
+    tmp_path: Path,
+) -> None:
+    # Every name holding HOOK or PRIVATE was a secret: GIT_HOOKS_PATH's folder was
+    # scrubbed from the whole file, so a tool's result naming a hook script replayed as
+    # "[scrubbed]/pre-commit". Folders stay; what is a secret is still scrubbed.
+    places = {
+        "GIT_HOOKS_PATH": "/work/repo/.githooks",
+        "HOOKS_DIR": "/srv/app/hook-scripts",
+        "PRIVATE_DIR": "/home/app/private-files",
+    }
+    secrets = {"SLACK_HOOK_URL": "https://hooks.example/T1/B1/hook-secret-1111",
+               "DISCORD_WEBHOOK": "https://discord.example/api/webhooks/2222/hook-secret-2222",
+               "WEBHOOK_PATH": "/hooks/catch/3333333/hook-secret-3333",
+               "GITLAB_PRIVATE_TOKEN": "glpat-private-4444", "SERVICE_PRIVATE_ID": "priv-55555555",
+               "PRE_COMMIT_HOOK": "hook-value-66666666",
+               # A webhook's URL path is its credential, though the name ends in PATH.
+               "SLACK_HOOK_PATH": "/services/T0/B0/hook-secret-7777",
+               "PRIVATE_LINK_PATH": "/s/private-share-8888"}  # fmt: skip
+    path = tmp_path / "places.json"
+
+    async def run(cassette: Cassette) -> object:
+        async with cassette.mcp(McpClient("fx", fixture_stdio(env={**places, **secrets}))) as fx:
+            return await fx.call_tool("environment")
+
+    with Cassette(path, "rewrite") as cassette:
+        seen = asyncio.run(run(cassette))
+    assert isinstance(seen, dict)
+    text = path.read_text()
+    for name, value in secrets.items():
+        assert seen[name] == value and value not in text, name
+    with no_network(), Cassette(path, "none") as cassette:
+        replayed = asyncio.run(run(cassette))
+    assert isinstance(replayed, dict)
+    assert {name: replayed[name] for name in places} == places
+    assert {replayed[name] for name in secrets} == {"[scrubbed]"}
+
+
 def test_an_mcp_servers_ordinary_env_and_header_values_stay_in_the_file_as_recorded(
     tmp_path: Path,
 ) -> None:

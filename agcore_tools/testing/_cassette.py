@@ -50,9 +50,18 @@ _VERSION = 1
 # the values given as ``secrets=`` are scrubbed whatever their length.
 _MIN_SECRET = 8
 # Also secret in an MCP server's env, as StdioTransport.describe() hides them: a
-# webhook's URL is its own credential (SLACK_WEBHOOK_URL), and so is what a name calls
-# private (GOOGLE_PRIVATE_KEY_ID).
+# webhook's URL is its own credential (SLACK_WEBHOOK_URL, SLACK_HOOK_URL), and so is
+# what a name calls private (GOOGLE_PRIVATE_KEY_ID, SERVICE_PRIVATE_ID)...
 _SECRET_ENV = re.compile(r"hook|private", re.IGNORECASE)
+# ... but not where files are (GIT_HOOKS_PATH, HOOKS_DIR, PRIVATE_DIR): a path, scrubbed
+# from the whole file, would change what is replayed. Doubt scrubs: a webhook's name is
+# secret whatever it ends in, and so is one naming a URL, a link or an endpoint; a PATH
+# after a single HOOK is a webhook's URL path (SLACK_HOOK_PATH=/services/T0/B0/secret),
+# and the rule of secret_named() applies to all (PRIVATE_KEY_PATH holds "key").
+_FOLDER = re.compile(r"(?:^|[_-])(?:dir|dirs|directory|folder)$", re.IGNORECASE)
+_PATH = re.compile(r"(?:^|[_-])paths?$", re.IGNORECASE)
+_ONE_HOOK = re.compile(r"hook(?!s)", re.IGNORECASE)
+_WEB = re.compile(r"url|uri|link|endpoint|route|host|addr", re.IGNORECASE)
 _ENDPOINTS = ("/chat/completions", "/responses", "/models", "/embeddings", "/completions")
 
 
@@ -185,7 +194,7 @@ class Cassette:
         self._secrets: set[str] = set()  # found in the requests while recording
         self._recorded_clients: list[McpClient] = []  # their requests' credentials, on save
         self._http = HttpTape(self.interactions, self._secrets)
-        self._mcp = McpTape(self.interactions)
+        self._mcp = McpTape(self.interactions, self._http)
 
     @classmethod
     def from_interactions(cls, interactions: Iterable[Mapping[str, Any]]) -> Cassette:
@@ -210,7 +219,7 @@ class Cassette:
         cassette._secrets = set()
         cassette._recorded_clients = []
         cassette._http = HttpTape(cassette.interactions, cassette._secrets)
-        cassette._mcp = McpTape(cassette.interactions)
+        cassette._mcp = McpTape(cassette.interactions, cassette._http)
         return cassette
 
     def _read(self) -> dict[str, Any]:
@@ -529,10 +538,23 @@ def _transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> s
     found = set(named_transport_secrets(transport))
     if isinstance(transport, StdioTransport):
         env = (transport.env or {}).items()
-        found.update(v for name, v in env if secret_named(name) or _SECRET_ENV.search(name))
+        found.update(value for name, value in env if _secret_env(name))
     else:
         collect_header_secrets((transport.headers or {}).items(), found)
     return found
+
+
+def _secret_env(name: str) -> bool:
+    """Whether an MCP server's ``env`` entry ``name`` holds a secret."""
+    if secret_named(name) or "webhook" in name.lower():
+        return True
+    if _SECRET_ENV.search(name) is None:
+        return False
+    if _WEB.search(name):
+        return True
+    if _FOLDER.search(name):
+        return False
+    return _PATH.search(name) is None or _ONE_HOOK.search(name) is not None
 
 
 def _scrub(value: Any, secrets: list[str]) -> Any:

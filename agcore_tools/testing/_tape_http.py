@@ -281,6 +281,10 @@ class HttpTape:
         """The indexes of the recorded requests no replayed request asked for."""
         return [i for i in range(len(self._order)) if i not in self._played]
 
+    def played(self) -> list[int]:
+        """The indexes of the recorded requests a replayed request was answered from."""
+        return sorted(self._played)
+
     def play(self, got: dict[str, Any]) -> dict[str, Any]:
         """The recorded response to the request ``got`` (a :func:`request_entry`).
 

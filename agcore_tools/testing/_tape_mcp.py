@@ -39,6 +39,7 @@ from ..mcp._tools import definition
 from ..mcp.models import McpToolInfo
 from ..mcp.policy import PermissionPolicy
 from ._diff import first_difference, json_path
+from ._tape_http import HttpTape
 
 __all__ = ["CassetteMcpClient", "McpTape"]
 
@@ -135,20 +136,30 @@ def decode_error(server: str, tool: str, error: Mapping[str, Any]) -> ToolError:
 class McpTape:
     """The MCP interactions of a cassette, and which tool calls were replayed."""
 
-    def __init__(self, interactions: list[dict[str, Any]]) -> None:
+    def __init__(self, interactions: list[dict[str, Any]], http: HttpTape) -> None:
         self.interactions = interactions
         """The cassette's list (HTTP and MCP interactions), shared."""
+        self.http = http
+        """The cassette's HTTP tape: which model requests were replayed, for
+        :meth:`tools`."""
         self.mismatch: CassetteMismatchError | None = None
         """The first call the cassette could not answer, if any."""
         self._calls: list[dict[str, Any]] = []
         self._queues: dict[str, collections.deque[int]] = {}  # indexes into _calls
         self._played: set[int] = set()
+        self._http_at: list[int] = []  # where each HTTP interaction is in the list
+        self._call_at: list[int] = []  # where each tools/call is
         self.rewind()
 
     def rewind(self) -> None:
         """Start replaying from the first recorded call again."""
-        mcp = [i for i in self.interactions if i.get("kind") == "mcp"]
-        self._calls = [i for i in mcp if i["method"] == "tools/call"]
+        self._http_at = [p for p, i in enumerate(self.interactions) if i.get("kind") == "http"]
+        self._call_at = [
+            p
+            for p, i in enumerate(self.interactions)
+            if i.get("kind") == "mcp" and i["method"] == "tools/call"
+        ]
+        self._calls = [self.interactions[p] for p in self._call_at]
         self._queues = collections.defaultdict(collections.deque)
         for index, call in enumerate(self._calls):
             self._queues[_key(call["server"], call["tool"], call["arguments"])].append(index)
@@ -159,13 +170,36 @@ class McpTape:
         self.interactions.append({"kind": "mcp", **interaction})
 
     def tools(self, server: str) -> list[dict[str, Any]]:
-        """The last tool list recorded for ``server``."""
-        for interaction in reversed(self.interactions):
-            mine = interaction.get("kind") == "mcp" and interaction.get("server") == server
-            if mine and interaction["method"] == "tools/list":
-                tools: list[dict[str, Any]] = interaction["tools"]
-                return tools
-        raise CassetteError(f"the cassette holds no tool list of MCP server '{server}'")
+        """The tool list of ``server`` at the point the replay has reached, as it was
+        then while recording: the last one recorded before the first model request or
+        tool call recorded after the last one replayed (so a list that changed between
+        two turns replays turn by turn); the server's first list if none was recorded
+        that early."""
+        lists = [
+            (position, interaction)
+            for position, interaction in enumerate(self.interactions)
+            if interaction.get("kind") == "mcp"
+            and interaction.get("server") == server
+            and interaction["method"] == "tools/list"
+        ]
+        if not lists:
+            raise CassetteError(f"the cassette holds no tool list of MCP server '{server}'")
+        reached = self._reached()
+        current = lists[0][1]
+        for position, interaction in lists:
+            if position < reached:
+                current = interaction
+        tools: list[dict[str, Any]] = current["tools"]
+        return tools
+
+    def _reached(self) -> int:
+        """Where in the list the replay stands: the position of the first model request
+        or tool call after the last one replayed (the list's end when none is left)."""
+        played = [self._http_at[i] for i in self.http.played()]
+        played += [self._call_at[i] for i in self._played]
+        last = max(played, default=-1)
+        later = [p for p in self._http_at + self._call_at if p > last]
+        return min(later, default=len(self.interactions))
 
     def unplayed(self) -> list[tuple[int, dict[str, Any]]]:
         """The recorded tool calls no replayed call asked for: their indexes (among the
@@ -303,6 +337,7 @@ class CassetteMcpClient(McpClient):
         """Whether calls go to the real server (and are recorded)."""
         self._tape = tape
         self._infos: list[McpToolInfo] | None = None
+        self._listed: list[dict[str, Any]] | None = None  # replaying: _infos' recorded list
         self._open = False  # replaying: between connect() and close()
         # An McpClient of its own too, so that code typed against McpClient takes it.
         # Never connected, and without recovery, its own session starts nothing: what
@@ -368,7 +403,11 @@ class CassetteMcpClient(McpClient):
         await self.close()
 
     async def tool_infos(self) -> list[McpToolInfo]:
-        """The server's tools (recorded from, or replayed as, its ``tools/list``)."""
+        """The server's tools (recorded from, or replayed as, its ``tools/list``).
+
+        Recording, a list that differs from the last one is written down; replaying,
+        the list the server had at the same point of the recording (the last recorded
+        before the next model request or tool call), so each turn gets its own."""
         if self.recording:
             infos = await self.client.tool_infos()
             if infos != self._infos:
@@ -381,8 +420,10 @@ class CassetteMcpClient(McpClient):
                 )
             self._infos = infos
             return infos
-        if self._infos is None:
-            self._infos = [_info(tool) for tool in self._tape.tools(self.server_name)]
+        tools = self._tape.tools(self.server_name)
+        if self._infos is None or tools is not self._listed:
+            self._infos = [_info(tool) for tool in tools]
+            self._listed = tools
         return self._infos
 
     async def definitions(self) -> list[dict[str, Any]]:

@@ -14,8 +14,11 @@ the name of a parametrized test whose parameters' id holds such characters
 (``test_math[What is 2+2?]``) ends with a short hash of the id, so that ids which differ
 only there keep cassettes of their own; a name longer than 232 bytes is cut there and
 ends with that hash. Two names that differ only in case are refused (they are one file
-on macOS and Windows), and so are two tests of the session given the same default name
-(``test_chat[stream]`` and ``test_chat_stream``).
+on macOS and Windows), and so are two tests of the session given one cassette file, one
+of them by default: ``test_chat[stream]`` and ``test_chat_stream`` in one folder, or
+``a/test_chat.py::test_answer`` and ``b/test_chat.py::test_answer`` whose
+``cassette_dir`` is one folder (compared by the file each test gets, so tests of one
+name whose ``cassette_dir`` differs are not refused).
 
 ``--record-mode`` (or the ``AGCORE_RECORD_MODE`` variable) says when to record:
 ``once`` (the default: record a cassette that does not exist yet, replay the rest),
@@ -63,6 +66,7 @@ _RECORDING = "recording"  # pytest-recording's name as a plugin (its pytest11 en
 _ALIASES = {"all": "rewrite", "new_episodes": "once", "none": "none", "once": "once"}
 _PASSED = pytest.StashKey[bool]()
 _NAMES = pytest.StashKey[dict[tuple[Path, str], set[str]]]()
+_USES = pytest.StashKey["_Uses"]()
 _UNSAFE = r"[^\w.-]+"  # what a cassette's file name does not keep
 # The longest default name, in UTF-8 bytes: the longest that could be saved when the
 # temporary file a cassette is saved through held its whole name
@@ -183,16 +187,15 @@ def cassette(request: pytest.FixtureRequest, cassette_dir: Path) -> Iterator[Cas
             f'one argument, a str (@pytest.mark.cassette("weather_run")), got cassette({given})'
         )
     name, named = _name_of(request.node)
-    if not named:
-        users = _namesakes(request.session).get((request.path.parent, name), set())
-        other = users - {request.node.nodeid}
-        if other:
-            raise _CassetteConfigError(
-                f"cassette {name}.json of {request.node.nodeid} is also the cassette of "
-                f"{min(other)}, so one would replay the other's run: name one with "
-                '@pytest.mark.cassette("...")'
-            )
     file = f"{name}.json"
+    other = _sharer(request, cassette_dir, name, named)
+    if other is not None:
+        shown = file if other[1] else str(cassette_dir / file)
+        raise _CassetteConfigError(
+            f"cassette {shown} of {request.node.nodeid} is also the cassette of "
+            f"{other[0]}, so one would replay the other's run: name one with "
+            '@pytest.mark.cassette("...")'
+        )
     twin = _case_twin(cassette_dir, file)
     if twin is not None:
         raise _CassetteConfigError(
@@ -225,6 +228,43 @@ def _marker_ok(marker: pytest.Mark) -> bool:
     """Whether ``marker`` is ``cassette()`` or ``cassette("name")``."""
     args = marker.args
     return not marker.kwargs and (not args or (len(args) == 1 and isinstance(args[0], str)))
+
+
+class _Uses:
+    """The cassette files the session's tests took so far (resolved paths)."""
+
+    def __init__(self) -> None:
+        self.file_of: dict[str, Path] = {}
+        """Each test's file, by node id."""
+        self.takers: dict[Path, dict[str, bool]] = {}
+        """The tests that took each file, with whether the marker named it."""
+
+
+def _sharer(
+    request: pytest.FixtureRequest, cassette_dir: Path, name: str, named: bool
+) -> tuple[str, bool] | None:
+    """Another test of the session whose cassette file is this test's too, when one of
+    the two was given it by default (tests the marker gives one name share it on
+    purpose): its node id, and whether it is still to run. Whatever the folders and
+    ``cassette_dir``, a test that took the same file already; and, for a test given its
+    name by default whose ``cassette_dir`` is the default (``cassettes/`` beside its
+    file), one of the same name in the same folder still to run, as it will take the same
+    file (so that each of the two names the other, even when they run in two workers)."""
+    node = request.node.nodeid
+    uses = request.session.stash.setdefault(_USES, _Uses())
+    path = Path(os.path.realpath(cassette_dir / f"{name}.json"))
+    uses.file_of[node] = path
+    takers = uses.takers.setdefault(path, {})
+    takers[node] = named
+    shared = sorted(n for n, by_marker in takers.items() if n != node and not (named and by_marker))
+    if shared:
+        return shared[0], False
+    default = request.path.parent / "cassettes"
+    if Path(os.path.realpath(cassette_dir)) != Path(os.path.realpath(default)):
+        return None
+    users = _namesakes(request.session).get((request.path.parent, name), set())
+    waiting = sorted(n for n in users if n != node and n not in uses.file_of)
+    return (waiting[0], True) if waiting and not named else None
 
 
 def _namesakes(session: pytest.Session) -> dict[tuple[Path, str], set[str]]:
