@@ -342,6 +342,42 @@ def test_tests_in_two_folders_sharing_one_cassette_dir_are_refused(tmp_path: Pat
     ) in out, out
 
 
+@pytest.mark.parametrize("overridden_first", [False, True])
+def test_a_default_cassette_dir_test_is_refused_beside_a_namesake_whatever_the_order(
+    tmp_path: Path, overridden_first: bool
+) -> None:
+    # test_chat[stream] keeps the default cassette_dir; its namesake test_chat_stream gets
+    # a folder of its own. Which file a test not yet run will get is not known, so the
+    # default one is refused; the check asked only namesakes still to run, so it was
+    # refused when it ran first and let through when it ran second.
+    default = """
+@pytest.mark.parametrize("mode", ["stream"])
+async def test_chat(cassette, mode):
+    assert await ask(cassette, "one") == "re: one"
+"""
+    overridden = """
+async def test_chat_stream(cassette):
+    assert await ask(cassette, "two") == "re: two"
+"""
+    first, second = (overridden, default) if overridden_first else (default, overridden)
+    out = _pytest(
+        tmp_path,
+        f"""{ASK}
+import pytest
+
+@pytest.fixture
+def cassette_dir(request):
+    if request.node.originalname == "test_chat":
+        return request.path.parent / "cassettes"
+    return request.path.parent / "cassettes" / "own"
+{first}{second}""",
+    )
+    assert "1 passed, 1 error" in out, out
+    assert (
+        "test_chat[stream] is also the cassette of test_plugin_run.py::test_chat_stream" in out
+    ), out
+
+
 def test_tests_of_one_default_name_in_cassette_dirs_of_their_own_are_not_refused(
     tmp_path: Path,
 ) -> None:

@@ -248,8 +248,11 @@ def _sharer(
     purpose): its node id, and whether it is still to run. Whatever the folders and
     ``cassette_dir``, a test that took the same file already; and, for a test given its
     name by default whose ``cassette_dir`` is the default (``cassettes/`` beside its
-    file), one of the same name in the same folder still to run, as it will take the same
-    file (so that each of the two names the other, even when they run in two workers)."""
+    file), any other of the same name in the same folder, as it may take the same file
+    (so that each of the two names the other, even when they run in two workers). The
+    other is named whether or not it ran, and whatever ``cassette_dir`` it got: what a
+    test not yet run will get is not known, and asking only the ones still to run made
+    the answer depend on the order the tests ran in."""
     node = request.node.nodeid
     uses = request.session.stash.setdefault(_USES, _Uses())
     path = Path(os.path.realpath(cassette_dir / f"{name}.json"))
@@ -263,8 +266,8 @@ def _sharer(
     if Path(os.path.realpath(cassette_dir)) != Path(os.path.realpath(default)):
         return None
     users = _namesakes(request.session).get((request.path.parent, name), set())
-    waiting = sorted(n for n in users if n != node and n not in uses.file_of)
-    return (waiting[0], True) if waiting and not named else None
+    others = sorted(n for n in users if n != node)
+    return (others[0], others[0] not in uses.file_of) if others and not named else None
 
 
 def _namesakes(session: pytest.Session) -> dict[tuple[Path, str], set[str]]:
