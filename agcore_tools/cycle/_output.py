@@ -190,6 +190,31 @@ class OutputRun:
         ok, value, problems = self.plan.validate(_unfenced(turn.text))
         return self._judge(ok, value, problems, turn.text, messages, tell=True)
 
+    def resume(self, messages: list[Message]) -> bool:
+        """On a resume (no new prompt), append the feedback on the history's last answer
+        when it is a text answer that does not validate (as an
+        :class:`OutputValidationError` leaves it), as a retry would have; whether it did.
+        The error leaves no feedback: a new prompt follows the answer instead.
+
+        Example:
+            >>> run = start_output(int, {}, None)
+            >>> history = [{"role": "assistant", "content": '{"result": "four"}'}]
+            >>> run.resume(history), history[-1]["content"][:26]
+            (True, 'Your answer is not a valid')
+            >>> run.resume([{"role": "assistant", "content": '{"result": 4}'}])
+            False
+        """
+        last = messages[-1] if messages else None
+        if self.mode == "tool" or last is None or last.get("role") != "assistant":
+            return False  # tool mode: the final_result call's error result says it
+        text = last.get("content")
+        if last.get("tool_calls") or last.get("refusal") or not isinstance(text, str):
+            return False
+        ok, _, problems = self.plan.validate(_unfenced(text))
+        if not ok:
+            messages.append(feedback_message(self.plan.label, problems, tool=False))
+        return not ok
+
     def _tool_turn(self, turn: Turn, messages: list[Message], runs_tools: bool) -> Verdict:
         final = next((call for call in turn.calls if call.name == FINAL_TOOL), None)
         if final is None and turn.calls and runs_tools:

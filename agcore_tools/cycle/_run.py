@@ -379,6 +379,13 @@ class Run:
                         else NO_TOOL_COSTS,
                     )
                     return
+            if output is not None and not added and not pending:
+                # A resume after OutputValidationError: the model reads why its last
+                # answer failed. Taken back if no request goes out, so that a new prompt
+                # never follows it.
+                mark = mark_history(messages)
+                if output.resume(messages) and unsent is None:
+                    unsent = (mark, session.shared)
             turn = 0
             while True:
                 # 1. Refuse a turn past the limit before sending anything.

@@ -22,6 +22,7 @@ from typing_extensions import TypedDict
 from agcore_tools import (
     AssistantTextDelta,
     CycleConfig,
+    DefinitionBudgetError,
     FinishReason,
     LlmConfigError,
     LlmCycle,
@@ -402,6 +403,55 @@ async def test_a_new_prompt_after_spent_retries_follows_the_rejected_answer(
     roles = [item.get("role") for item in (sent["messages"] if api == "chat" else sent["input"])]
     assert roles[-2:] == ["assistant", "user"]
     assert "not a valid City" not in json.dumps(sent)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_resume_after_spent_retries_tells_the_model_why_its_last_answer_failed(
+    serve, make_cycle, calc, api
+):
+    # The history after OutputValidationError ends with the rejected answer (a new
+    # prompt may follow it). A resume asks again with the feedback on that answer, added
+    # by the resume itself; before, the request ended with the answer, unexplained.
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2})]),
+        S.reply_text('{"name": "Paris"}'),
+        S.reply_text('{"name": "Paris", "population": 3}'),
+        S.reply_text('{"name": "Lyon", "population": 4}'),
+    )
+    cycle = make_cycle(server, api=api)
+    with pytest.raises(OutputValidationError):
+        await cycle.submit_with_tools("City?", calc, output_type=StructuredOutput(City, retries=0))
+    assert cycle.messages[-1]["role"] == "assistant"
+
+    response = await cycle.submit_with_tools(None, calc, output_type=City)
+
+    assert response.output == City(name="Paris", population=3)
+    sent = server.requests[2].json
+    items = sent["messages"] if api == "chat" else sent["input"]
+    assert [item.get("role") for item in items[-2:]] == ["assistant", "user"]
+    assert "population: Field required" in json.dumps(items[-1]["content"])
+    assert_history_valid(cycle.messages)
+    assert split_exchanges(cycle.messages) == ([], [cycle.messages])  # one exchange
+    # A resume after a valid answer adds nothing.
+    await cycle.submit_with_tools(None, calc, output_type=City)
+    items = server.requests[3].json["messages" if api == "chat" else "input"]
+    assert items[-1]["role"] == "assistant"
+    assert json.dumps(items).count("not a valid City") == 1
+
+
+async def test_a_resume_refused_before_its_request_takes_its_feedback_back(serve, make_cycle, calc):
+    # Left in the history, the feedback would be followed by the app's next prompt: two
+    # user messages in a row.
+    server = serve()
+    cycle = make_cycle(server, max_definition_tokens=1)
+    history = [{"role": "user", "content": "City?"}, {"role": "assistant", "content": "{}"}]
+    cycle.messages.extend(history)
+
+    with pytest.raises(DefinitionBudgetError):
+        await cycle.submit_with_tools(None, calc, output_type=City)
+
+    assert server.requests == []
+    assert cycle.messages == history
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["unstreamed", "streamed"])
