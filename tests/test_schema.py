@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import math
@@ -576,3 +577,49 @@ def test_both_kinds_of_tool_join_their_argument_problems_as_before() -> None:
         "n: Input should be a valid integer, unable to parse string as an integer"
         " (got 'x'); (arguments): Extra inputs are not permitted"
     )
+
+
+class _Account(BaseModel):
+    user: str
+    key: str = Field("sk-nested-excluded", exclude=True)
+    password: str = Field("sk-nested-hidden", repr=False)
+
+
+@dataclass
+class _Endpoint:
+    url: str
+    token: str = dataclasses.field(default="sk-dataclass-hidden", repr=False)
+
+
+def _call(
+    account: _Account,
+    endpoint: _Endpoint,
+    api_key: Annotated[str, Field("sk-top-excluded", exclude=True)],
+    secret: str = Field("sk-top-hidden", repr=False),
+    limit: int = 3,
+) -> str:
+    """Call an endpoint."""
+    return " ".join([account.key, account.password, endpoint.token, api_key, secret])
+
+
+async def test_a_default_kept_out_of_dumps_or_reprs_is_not_in_the_definition() -> None:
+    # Field(exclude=True) and repr=False mark a value not for every eye, often a key;
+    # the definition the model reads (and code mode lists, and search ranks) carried
+    # their defaults, strict or not. The fields stay, and the model may still send them.
+    tool = FunctionTool(_call)
+    for strict in (False, True):
+        sent = json.dumps(FunctionTool(_call, strict=strict).definition())
+        assert "sk-" not in sent, sent
+    parameters = tool.parameters
+    assert sorted(parameters["properties"]) == ["account", "api_key", "endpoint", "limit", "secret"]
+    assert parameters["properties"]["api_key"] == {"type": "string"}
+    assert parameters["properties"]["limit"] == {"type": "integer", "default": 3}
+    assert parameters["$defs"]["_Account"]["properties"]["key"] == {"type": "string"}
+    assert parameters["required"] == ["account", "endpoint"]
+    # The defaults still apply, and what the model sends still counts.
+    args = {"account": {"user": "a"}, "endpoint": {"url": "u"}}
+    assert await tool.execute(args, ToolContext()) == (
+        "sk-nested-excluded sk-nested-hidden sk-dataclass-hidden sk-top-excluded sk-top-hidden"
+    )
+    args = {"account": {"user": "a", "key": "k"}, "endpoint": {"url": "u"}, "api_key": "x"}
+    assert (await tool.execute(args, ToolContext())).split()[::3] == ["k", "x"]

@@ -40,7 +40,7 @@ from ..base import tool_definition
 from ..calls import aborted_text, loads_finite
 from ..error import LlmConfigError, OutputValidationError
 from ..registry import ToolRegistry
-from ..schema import ArgumentPlan, build_plan, strict_parameters
+from ..schema import ArgumentPlan, ModelFacingSchema, build_plan, strict_parameters
 from ._policy import tool_message
 from ._stream import Turn
 from .output import OutputMode, StructuredOutput
@@ -354,13 +354,13 @@ def _plan(spec: StructuredOutput) -> OutputPlan:
     label = _label(spec.output_type)
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(spec.output_type)
-        schema = adapter.json_schema()
+        schema = adapter.json_schema(schema_generator=ModelFacingSchema)
         wrapped = schema.get("type") != "object" or "properties" not in schema
         if wrapped:
             # A root that is not an object (or is a $ref, for a recursive model).
             wrapper = TypedDict("Output", {_WRAP_KEY: spec.output_type})  # type: ignore[misc]
             adapter = TypeAdapter(wrapper)
-            schema = adapter.json_schema()
+            schema = adapter.json_schema(schema_generator=ModelFacingSchema)
     except (PydanticSchemaGenerationError, PydanticInvalidForJsonSchema) as exc:
         # pydantic's text is advice to whoever writes a pydantic type (model_config,
         # __get_pydantic_core_schema__): kept as the cause, not in the message.

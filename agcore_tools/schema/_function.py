@@ -19,7 +19,7 @@ from dataclasses import dataclass, is_dataclass
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 from typing_extensions import is_typeddict
 
@@ -27,6 +27,7 @@ from .._context import ToolContext
 from ..error import ToolConfigError, ToolDefinitionError
 from ._argplan import ArgumentPlan, build_plan
 from ._docstring import parse_docstring
+from ._facing import ModelFacingSchema
 from ._jsonschema import close_open_objects
 
 logger = logging.getLogger("agcore_tools.code_mode")  # as _returns: the return type is code mode's
@@ -81,9 +82,10 @@ def _strip_titles(schema: Any, *, in_properties: bool = False) -> Any:
     return schema
 
 
-class _ToolArguments(GenerateJsonSchema):
+class _ToolArguments(ModelFacingSchema):
     """pydantic's schema of a tool's arguments, saying what validation takes where
-    pydantic's own says more: the model reads only the schema."""
+    pydantic's own says more: the model reads only the schema. No hidden default
+    (see :class:`ModelFacingSchema`)."""
 
     def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
         # dict[int, ...]: JSON keys are strings, and only integer-like ones validate.

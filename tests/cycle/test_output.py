@@ -168,6 +168,38 @@ async def test_a_null_for_an_optional_field_means_its_default_unless_it_accepts_
     assert properties["celsius"] == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
 
 
+class Report(BaseModel):
+    summary: str
+    scratch: str = Field("sk-excluded-default", exclude=True)  # the model's notes
+    key: str = Field("sk-hidden-default", repr=False)
+    counts: dict[str, int] = {}  # a map with free keys: not strict
+
+
+@pytest.mark.parametrize("mode", ["json_schema", "json_object", "tool"])
+async def test_a_default_kept_out_of_dumps_or_reprs_is_not_in_the_schema_sent(
+    serve, make_cycle, mode
+):
+    # Sent without strict mode (strict mode drops every default), a Field(exclude=True)
+    # or repr=False field's default reached the model: often a key. The fields stay.
+    answer = {"summary": "ok", "scratch": "thought"}
+    reply = (
+        S.reply_tool_calls([("final_result", answer)])
+        if mode == "tool"
+        else S.reply_text(json.dumps(answer))
+    )
+    server = serve(reply)
+    cycle = make_cycle(server)
+
+    response = await cycle.submit("Report?", output_type=StructuredOutput(Report, mode=mode))
+
+    assert response.output == Report(summary="ok", scratch="thought")
+    assert response.output.key == "sk-hidden-default"
+    request = server.requests[0].json
+    sent = request["tools"][0]["function"] if mode == "tool" else request["response_format"]
+    assert "sk-" not in json.dumps(sent), sent
+    assert '"scratch"' in json.dumps(sent) and '"key"' in json.dumps(sent)
+
+
 class Meeting(BaseModel):
     model_config = ConfigDict(strict=True)
     day: datetime.date
