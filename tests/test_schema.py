@@ -623,3 +623,33 @@ async def test_a_default_kept_out_of_dumps_or_reprs_is_not_in_the_definition() -
     )
     args = {"account": {"user": "a", "key": "k"}, "endpoint": {"url": "u"}, "api_key": "x"}
     assert (await tool.execute(args, ToolContext())).split()[::3] == ["k", "x"]
+
+
+class _Login(BaseModel):
+    """Log in."""
+
+    user: str
+    key: str = Field("sk-model-excluded", exclude=True)
+    password: str = Field("sk-model-hidden", repr=False)
+
+
+@dataclass
+class _Session:
+    """Open a session."""
+
+    user: str
+    token: str = dataclasses.field(default="sk-dataclass-hidden", repr=False)
+
+
+async def test_a_record_class_made_a_tool_keeps_its_hidden_defaults_out_too() -> None:
+    # The class's signature gives plain defaults, without the field's mark.
+    login, session = FunctionTool(_Login), FunctionTool(_Session)
+    for tool in (login, session):
+        assert "sk-" not in json.dumps(tool.definition()), tool.definition()
+    assert login.parameters["properties"]["key"] == {"type": "string"}
+    assert session.parameters["properties"]["token"] == {"type": "string"}
+    # The defaults still apply (the result is the instance dumped: no excluded key).
+    made = await login.execute({"user": "a"}, ToolContext())
+    assert made == {"user": "a", "password": "sk-model-hidden"}
+    made = await session.execute({"user": "a", "token": "t"}, ToolContext())
+    assert made == {"user": "a", "token": "t"}
