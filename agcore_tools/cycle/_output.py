@@ -139,13 +139,16 @@ class OutputPlan:
 class OutputRun:
     """One ``submit*`` call's structured output: retries left and the final value."""
 
-    __slots__ = ("attempts", "plan", "retries_left", "value")
+    __slots__ = ("attempts", "plan", "retries_left", "spent", "value")
 
     def __init__(self, plan: OutputPlan) -> None:
         self.plan = plan
         self.retries_left = plan.spec.retries
         self.attempts = 0
         self.value: Any = None
+        self.spent = False
+        """Whether an answer failed to validate with no retry left (not one cut short
+        or refused): :meth:`resume` may then tell the model why."""
 
     @property
     def mode(self) -> str:
@@ -190,25 +193,30 @@ class OutputRun:
         ok, value, problems = self.plan.validate(_unfenced(turn.text))
         return self._judge(ok, value, problems, turn.text, messages, tell=True)
 
-    def resume(self, messages: list[Message]) -> bool:
+    def resume(self, messages: list[Message], rejected: tuple[Message, Any] | None) -> bool:
         """On a resume (no new prompt), append the feedback on the history's last answer
-        when it is a text answer that does not validate (as an
-        :class:`OutputValidationError` leaves it), as a retry would have; whether it did.
-        The error leaves no feedback: a new prompt follows the answer instead.
+        when it is ``rejected``: the answer an :class:`OutputValidationError` left last
+        (:attr:`spent`), with the output type it failed, this run's too. Whether it did.
+        The error leaves no feedback: a new prompt follows the answer instead. Any other
+        last answer (free text from a call without ``output_type``, a valid answer, one
+        of another type, a history saved and loaded) is sent as it is.
 
         Example:
             >>> run = start_output(int, {}, None)
-            >>> history = [{"role": "assistant", "content": '{"result": "four"}'}]
-            >>> run.resume(history), history[-1]["content"][:26]
+            >>> answer = {"role": "assistant", "content": '{"result": "four"}'}
+            >>> history = [answer]
+            >>> run.resume(history, (answer, int)), history[-1]["content"][:26]
             (True, 'Your answer is not a valid')
-            >>> run.resume([{"role": "assistant", "content": '{"result": 4}'}])
-            False
+            >>> run.resume([answer], (answer, str)), run.resume([answer], None)
+            (False, False)
         """
         last = messages[-1] if messages else None
-        if self.mode == "tool" or last is None or last.get("role") != "assistant":
+        if self.mode == "tool" or last is None or rejected is None or rejected[0] is not last:
             return False  # tool mode: the final_result call's error result says it
+        if rejected[1] != self.plan.spec.output_type:
+            return False
         text = last.get("content")
-        if last.get("tool_calls") or last.get("refusal") or not isinstance(text, str):
+        if last.get("role") != "assistant" or last.get("tool_calls") or not isinstance(text, str):
             return False
         ok, _, problems = self.plan.validate(_unfenced(text))
         if not ok:
@@ -295,6 +303,7 @@ class OutputRun:
             self.value = value
             return Verdict.DONE
         if self.retries_left == 0:
+            self.spent = True
             raise OutputValidationError(self.plan.label, raw, problems, self.attempts)
         self.retries_left -= 1
         if tell:

@@ -437,9 +437,10 @@ async def test_a_new_prompt_after_spent_retries_follows_the_rejected_answer(
     assert "not a valid City" not in json.dumps(sent)
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["unstreamed", "streamed"])
 @pytest.mark.parametrize("api", ["chat", "responses"])
 async def test_a_resume_after_spent_retries_tells_the_model_why_its_last_answer_failed(
-    serve, make_cycle, calc, api
+    serve, make_cycle, calc, api, stream
 ):
     # The history after OutputValidationError ends with the rejected answer (a new
     # prompt may follow it). A resume asks again with the feedback on that answer, added
@@ -455,7 +456,10 @@ async def test_a_resume_after_spent_retries_tells_the_model_why_its_last_answer_
         await cycle.submit_with_tools("City?", calc, output_type=StructuredOutput(City, retries=0))
     assert cycle.messages[-1]["role"] == "assistant"
 
-    response = await cycle.submit_with_tools(None, calc, output_type=City)
+    if stream:
+        response = await cycle.submit_stream_with_tools(None, calc, output_type=City).collect()
+    else:
+        response = await cycle.submit_with_tools(None, calc, output_type=City)
 
     assert response.output == City(name="Paris", population=3)
     sent = server.requests[2].json
@@ -474,16 +478,64 @@ async def test_a_resume_after_spent_retries_tells_the_model_why_its_last_answer_
 async def test_a_resume_refused_before_its_request_takes_its_feedback_back(serve, make_cycle, calc):
     # Left in the history, the feedback would be followed by the app's next prompt: two
     # user messages in a row.
-    server = serve()
-    cycle = make_cycle(server, max_definition_tokens=1)
-    history = [{"role": "user", "content": "City?"}, {"role": "assistant", "content": "{}"}]
-    cycle.messages.extend(history)
+    server = serve(S.reply_text("{}"), S.reply_text('{"name": "Oslo", "population": 1}'))
+    cycle = make_cycle(server, max_definition_tokens=1)  # no tools: no budget to refuse
+    with pytest.raises(OutputValidationError):
+        await cycle.submit("City?", output_type=StructuredOutput(City, retries=0))
+    history = list(cycle.messages)
 
     with pytest.raises(DefinitionBudgetError):
         await cycle.submit_with_tools(None, calc, output_type=City)
 
-    assert server.requests == []
+    assert len(server.requests) == 1
     assert cycle.messages == history
+    # Still the rejected answer: a resume that is sent tells the model why.
+    assert (await cycle.submit_messages([], output_type=City)).output.name == "Oslo"
+    assert "population: Field required" in json.dumps(server.requests[-1].json["messages"][-1])
+
+
+@pytest.mark.parametrize(
+    "earlier",
+    ["free text", "valid of another type", "rejected as another type", "saved and loaded"],
+)
+async def test_a_resume_tells_the_model_only_of_an_answer_it_rejected_itself(
+    serve, make_cycle, earlier
+):
+    # The feedback is for the answer an OutputValidationError left last under the same
+    # output type: another last answer (free text asked without output_type, say) was
+    # told it "is not a valid City", the history kept that, and the model was told it had
+    # erred in what it was never asked.
+    class Town(BaseModel):
+        town: str
+
+    answer = {
+        "free text": "Paris is the capital of France.",
+        "valid of another type": '{"town": "Paris"}',
+        "rejected as another type": "Paris",
+        "saved and loaded": "Paris",
+    }[earlier]
+    server = serve(S.reply_text(answer), S.reply_text('{"name": "Paris", "population": 2}'))
+    cycle = make_cycle(server)
+    if earlier == "free text":
+        await cycle.submit("Tell me about Paris.")
+    elif earlier == "valid of another type":
+        await cycle.submit("Which town?", output_type=Town)
+    else:
+        asked = City if earlier == "saved and loaded" else Town
+        with pytest.raises(OutputValidationError):
+            await cycle.submit("Which?", output_type=StructuredOutput(asked, retries=0))
+    if earlier == "saved and loaded":
+        saved = json.loads(json.dumps(cycle.messages))
+        cycle = make_cycle(server)
+        cycle.messages = saved
+
+    response = await cycle.submit_messages([], output_type=City)
+
+    assert response.output == City(name="Paris", population=2)
+    sent = server.requests[1].json["messages"]
+    assert sent[-1] == {"role": "assistant", "content": answer}
+    assert "not a valid" not in json.dumps(cycle.messages)
+    assert_history_valid(cycle.messages)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["unstreamed", "streamed"])
