@@ -653,3 +653,46 @@ async def test_a_record_class_made_a_tool_keeps_its_hidden_defaults_out_too() ->
     assert made == {"user": "a", "password": "sk-model-hidden"}
     made = await session.execute({"user": "a", "token": "t"}, ToolContext())
     assert made == {"user": "a", "token": "t"}
+
+
+class _Settings(BaseModel):
+    region: str = "eu"
+    api_key: str = Field("sk-in-a-default", repr=False)
+
+
+@dataclass
+class _Proxy:
+    url: str = "http://proxy"
+    password: str = Field("sk-stdlib-dataclass-field", repr=False)  # pydantic reads it
+
+
+_SETTINGS = _Settings()
+_FALLBACKS = (_Settings(region="us"),)
+
+
+def _connect(
+    proxy: _Proxy,
+    settings: _Settings = _SETTINGS,
+    fallbacks: tuple[_Settings, ...] = _FALLBACKS,
+    plain: _Proxy | None = None,
+    region: str = "eu",
+) -> str:
+    """Connect."""
+    return " ".join([proxy.password, settings.api_key, fallbacks[0].api_key])
+
+
+async def test_a_default_holding_a_hidden_value_is_not_in_the_definition() -> None:
+    # pydantic writes a model default as its dump, repr=False fields included; and a
+    # stdlib dataclass's `= Field(repr=False)` is no dataclasses.field(repr=False).
+    tool = FunctionTool(_connect)
+    for strict in (False, True):
+        sent = json.dumps(FunctionTool(_connect, strict=strict).definition())
+        assert "sk-" not in sent, sent
+    properties = tool.parameters["properties"]
+    assert "default" not in properties["settings"] and "default" not in properties["fallbacks"]
+    assert properties["region"]["default"] == "eu"  # an ordinary default stays
+    assert tool.parameters["$defs"]["_Settings"]["properties"]["region"]["default"] == "eu"
+    assert tool.parameters["required"] == ["proxy"]
+    assert await tool.execute({"proxy": {}}, ToolContext()) == (
+        "sk-stdlib-dataclass-field sk-in-a-default sk-in-a-default"
+    )

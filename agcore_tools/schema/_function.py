@@ -6,7 +6,6 @@ Only pydantic's public API is used: ``create_model``, ``Field``, ``ConfigDict`` 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import logging
@@ -28,7 +27,7 @@ from .._context import ToolContext
 from ..error import ToolConfigError, ToolDefinitionError
 from ._argplan import ArgumentPlan, build_plan
 from ._docstring import parse_docstring
-from ._facing import ModelFacingSchema
+from ._facing import ModelFacingSchema, hidden_fields
 from ._jsonschema import close_open_objects
 
 logger = logging.getLogger("agcore_tools.code_mode")  # as _returns: the return type is code mode's
@@ -250,34 +249,6 @@ def _is_record_class(cls: type) -> bool:
     )
 
 
-def _hidden_fields(cls: Any) -> frozenset[str]:
-    """The parameters of a record class made a tool whose field is marked
-    ``Field(exclude=True)`` or ``repr=False``: its signature's defaults are plain values,
-    without the mark that keeps them out of the schema (see ``ModelFacingSchema``).
-
-    Example:
-        >>> from pydantic import Field
-        >>> class Login(BaseModel):
-        ...     user: str
-        ...     key: str = Field("sk-1", exclude=True)
-        >>> sorted(_hidden_fields(Login)), _hidden_fields(int)
-        (['key'], frozenset())
-    """
-    from pydantic.fields import FieldInfo  # on first use: see function_schema
-
-    names: set[str] = set()
-    if inspect.isclass(cls) and issubclass(cls, BaseModel):
-        for name, info in cls.model_fields.items():
-            if info.exclude is True or info.repr is False:
-                names.add(name)
-    elif inspect.isclass(cls) and is_dataclass(cls):
-        for field in dataclasses.fields(cls):
-            marked = isinstance(field.default, FieldInfo) and field.default.exclude is True
-            if marked or not field.repr:
-                names.add(field.name)
-    return frozenset(names)
-
-
 def _is_method(func: Callable[..., Any], first: inspect.Parameter | None) -> bool:
     # A plain function defined in a class body whose first parameter is the receiver.
     if first is None or first.name not in ("self", "cls") or not inspect.isfunction(func):
@@ -493,7 +464,7 @@ def function_schema(
         params = params[1:]
     params = [p for p in params if p.name not in target.bound]
     hints = _resolve_hints(target.annotated, tool_name)
-    hidden = _hidden_fields(target.annotated)
+    hidden = hidden_fields(target.annotated)
 
     # 2. Parse the docstring for the description and per-parameter text.
     doc = parse_docstring(_docstring(target.documented))
