@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import math
@@ -575,4 +576,123 @@ def test_both_kinds_of_tool_join_their_argument_problems_as_before() -> None:
     assert function.value.reason == (
         "n: Input should be a valid integer, unable to parse string as an integer"
         " (got 'x'); (arguments): Extra inputs are not permitted"
+    )
+
+
+class _Account(BaseModel):
+    user: str
+    key: str = Field("sk-nested-excluded", exclude=True)
+    password: str = Field("sk-nested-hidden", repr=False)
+
+
+@dataclass
+class _Endpoint:
+    url: str
+    token: str = dataclasses.field(default="sk-dataclass-hidden", repr=False)
+
+
+def _call(
+    account: _Account,
+    endpoint: _Endpoint,
+    api_key: Annotated[str, Field("sk-top-excluded", exclude=True)],
+    secret: str = Field("sk-top-hidden", repr=False),
+    limit: int = 3,
+) -> str:
+    """Call an endpoint."""
+    return " ".join([account.key, account.password, endpoint.token, api_key, secret])
+
+
+async def test_a_default_kept_out_of_dumps_or_reprs_is_not_in_the_definition() -> None:
+    # Field(exclude=True) and repr=False mark a value not for every eye, often a key;
+    # the definition the model reads (and code mode lists, and search ranks) carried
+    # their defaults, strict or not. The fields stay, and the model may still send them.
+    tool = FunctionTool(_call)
+    for strict in (False, True):
+        sent = json.dumps(FunctionTool(_call, strict=strict).definition())
+        assert "sk-" not in sent, sent
+    parameters = tool.parameters
+    assert sorted(parameters["properties"]) == ["account", "api_key", "endpoint", "limit", "secret"]
+    assert parameters["properties"]["api_key"] == {"type": "string"}
+    assert parameters["properties"]["limit"] == {"type": "integer", "default": 3}
+    assert parameters["$defs"]["_Account"]["properties"]["key"] == {"type": "string"}
+    assert parameters["required"] == ["account", "endpoint"]
+    # The defaults still apply, and what the model sends still counts.
+    args = {"account": {"user": "a"}, "endpoint": {"url": "u"}}
+    assert await tool.execute(args, ToolContext()) == (
+        "sk-nested-excluded sk-nested-hidden sk-dataclass-hidden sk-top-excluded sk-top-hidden"
+    )
+    args = {"account": {"user": "a", "key": "k"}, "endpoint": {"url": "u"}, "api_key": "x"}
+    assert (await tool.execute(args, ToolContext())).split()[::3] == ["k", "x"]
+
+
+class _Login(BaseModel):
+    """Log in."""
+
+    user: str
+    key: str = Field("sk-model-excluded", exclude=True)
+    password: str = Field("sk-model-hidden", repr=False)
+
+
+@dataclass
+class _Session:
+    """Open a session."""
+
+    user: str
+    token: str = dataclasses.field(default="sk-dataclass-hidden", repr=False)
+
+
+async def test_a_record_class_made_a_tool_keeps_its_hidden_defaults_out_too() -> None:
+    # The class's signature gives plain defaults, without the field's mark.
+    login, session = FunctionTool(_Login), FunctionTool(_Session)
+    for tool in (login, session):
+        assert "sk-" not in json.dumps(tool.definition()), tool.definition()
+    assert login.parameters["properties"]["key"] == {"type": "string"}
+    assert session.parameters["properties"]["token"] == {"type": "string"}
+    # The defaults still apply (the result is the instance dumped: no excluded key).
+    made = await login.execute({"user": "a"}, ToolContext())
+    assert made == {"user": "a", "password": "sk-model-hidden"}
+    made = await session.execute({"user": "a", "token": "t"}, ToolContext())
+    assert made == {"user": "a", "token": "t"}
+
+
+class _Settings(BaseModel):
+    region: str = "eu"
+    api_key: str = Field("sk-in-a-default", repr=False)
+
+
+@dataclass
+class _Proxy:
+    url: str = "http://proxy"
+    password: str = Field("sk-stdlib-dataclass-field", repr=False)  # pydantic reads it
+
+
+_SETTINGS = _Settings()
+_FALLBACKS = (_Settings(region="us"),)
+
+
+def _connect(
+    proxy: _Proxy,
+    settings: _Settings = _SETTINGS,
+    fallbacks: tuple[_Settings, ...] = _FALLBACKS,
+    plain: _Proxy | None = None,
+    region: str = "eu",
+) -> str:
+    """Connect."""
+    return " ".join([proxy.password, settings.api_key, fallbacks[0].api_key])
+
+
+async def test_a_default_holding_a_hidden_value_is_not_in_the_definition() -> None:
+    # pydantic writes a model default as its dump, repr=False fields included; and a
+    # stdlib dataclass's `= Field(repr=False)` is no dataclasses.field(repr=False).
+    tool = FunctionTool(_connect)
+    for strict in (False, True):
+        sent = json.dumps(FunctionTool(_connect, strict=strict).definition())
+        assert "sk-" not in sent, sent
+    properties = tool.parameters["properties"]
+    assert "default" not in properties["settings"] and "default" not in properties["fallbacks"]
+    assert properties["region"]["default"] == "eu"  # an ordinary default stays
+    assert tool.parameters["$defs"]["_Settings"]["properties"]["region"]["default"] == "eu"
+    assert tool.parameters["required"] == ["proxy"]
+    assert await tool.execute({"proxy": {}}, ToolContext()) == (
+        "sk-stdlib-dataclass-field sk-in-a-default sk-in-a-default"
     )

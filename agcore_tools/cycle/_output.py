@@ -40,7 +40,7 @@ from ..base import tool_definition
 from ..calls import aborted_text, loads_finite
 from ..error import LlmConfigError, OutputValidationError
 from ..registry import ToolRegistry
-from ..schema import ArgumentPlan, build_plan, strict_parameters
+from ..schema import ArgumentPlan, ModelFacingSchema, build_plan, strict_parameters
 from ._policy import tool_message
 from ._stream import Turn
 from .output import OutputMode, StructuredOutput
@@ -139,13 +139,16 @@ class OutputPlan:
 class OutputRun:
     """One ``submit*`` call's structured output: retries left and the final value."""
 
-    __slots__ = ("attempts", "plan", "retries_left", "value")
+    __slots__ = ("attempts", "plan", "retries_left", "spent", "value")
 
     def __init__(self, plan: OutputPlan) -> None:
         self.plan = plan
         self.retries_left = plan.spec.retries
         self.attempts = 0
         self.value: Any = None
+        self.spent = False
+        """Whether an answer failed to validate with no retry left (not one cut short
+        or refused): :meth:`resume` may then tell the model why."""
 
     @property
     def mode(self) -> str:
@@ -189,6 +192,36 @@ class OutputRun:
             return self._judge(False, None, problems, turn.text, messages, tell=True)
         ok, value, problems = self.plan.validate(_unfenced(turn.text))
         return self._judge(ok, value, problems, turn.text, messages, tell=True)
+
+    def resume(self, messages: list[Message], rejected: tuple[Message, Any] | None) -> bool:
+        """On a resume (no new prompt), append the feedback on the history's last answer
+        when it is ``rejected``: the answer an :class:`OutputValidationError` left last
+        (:attr:`spent`), with the output type it failed, this run's too. Whether it did.
+        The error leaves no feedback: a new prompt follows the answer instead. Any other
+        last answer (free text from a call without ``output_type``, a valid answer, one
+        of another type, a history saved and loaded) is sent as it is.
+
+        Example:
+            >>> run = start_output(int, {}, None)
+            >>> answer = {"role": "assistant", "content": '{"result": "four"}'}
+            >>> history = [answer]
+            >>> run.resume(history, (answer, int)), history[-1]["content"][:26]
+            (True, 'Your answer is not a valid')
+            >>> run.resume([answer], (answer, str)), run.resume([answer], None)
+            (False, False)
+        """
+        last = messages[-1] if messages else None
+        if self.mode == "tool" or last is None or rejected is None or rejected[0] is not last:
+            return False  # tool mode: the final_result call's error result says it
+        if rejected[1] != self.plan.spec.output_type:
+            return False
+        text = last.get("content")
+        if last.get("role") != "assistant" or last.get("tool_calls") or not isinstance(text, str):
+            return False
+        ok, _, problems = self.plan.validate(_unfenced(text))
+        if not ok:
+            messages.append(feedback_message(self.plan.label, problems, tool=False))
+        return not ok
 
     def _tool_turn(self, turn: Turn, messages: list[Message], runs_tools: bool) -> Verdict:
         final = next((call for call in turn.calls if call.name == FINAL_TOOL), None)
@@ -270,6 +303,7 @@ class OutputRun:
             self.value = value
             return Verdict.DONE
         if self.retries_left == 0:
+            self.spent = True
             raise OutputValidationError(self.plan.label, raw, problems, self.attempts)
         self.retries_left -= 1
         if tell:
@@ -329,13 +363,13 @@ def _plan(spec: StructuredOutput) -> OutputPlan:
     label = _label(spec.output_type)
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(spec.output_type)
-        schema = adapter.json_schema()
+        schema = adapter.json_schema(schema_generator=ModelFacingSchema)
         wrapped = schema.get("type") != "object" or "properties" not in schema
         if wrapped:
             # A root that is not an object (or is a $ref, for a recursive model).
             wrapper = TypedDict("Output", {_WRAP_KEY: spec.output_type})  # type: ignore[misc]
             adapter = TypeAdapter(wrapper)
-            schema = adapter.json_schema()
+            schema = adapter.json_schema(schema_generator=ModelFacingSchema)
     except (PydanticSchemaGenerationError, PydanticInvalidForJsonSchema) as exc:
         # pydantic's text is advice to whoever writes a pydantic type (model_config,
         # __get_pydantic_core_schema__): kept as the cause, not in the message.

@@ -123,6 +123,9 @@ class Session:
     """The last run's shared state, which a resumed run (``prompt=None``) keeps."""
     loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
     """The event loop of the last call: an SDK client's connections belong to it."""
+    rejected: tuple[Message, Any] | None = field(default=None, repr=False)
+    """The answer an ``OutputValidationError`` left last in the history, with its output
+    type: a resume with that type, on that history, tells the model why it failed."""
 
 
 UNOFFERED_CHOICE_REFUSED: ContextVar[bool] = ContextVar(
@@ -379,6 +382,13 @@ class Run:
                         else NO_TOOL_COSTS,
                     )
                     return
+            if output is not None and not added and not pending:
+                # A resume after OutputValidationError: the model reads why its last
+                # answer failed. Taken back if no request goes out, so that a new prompt
+                # never follows it.
+                mark = mark_history(messages)
+                if output.resume(messages, session.rejected) and unsent is None:
+                    unsent = (mark, session.shared)
             turn = 0
             while True:
                 # 1. Refuse a turn past the limit before sending anything.
@@ -514,6 +524,8 @@ class Run:
                     except OutputValidationError as exc:
                         exc.usage = usage  # what the failed call's requests cost
                         failed = exc
+                        if output.spent and messages[-1] is result.message:
+                            session.rejected = (result.message, output.plan.spec.output_type)
                 last = verdict is Verdict.DONE or (
                     verdict is None and failed is None and (not result.calls or offered is None)
                 )

@@ -8,6 +8,7 @@ keep a tool's argument plan and strict form.
 
 from ._argplan import ArgumentPlan, build_plan
 from ._docstring import Docstring, parse_docstring
+from ._facing import ModelFacingSchema
 from ._function import FunctionSchema, function_schema
 from ._jsonschema import mend_unambiguous, required_names
 from ._strict import strict_parameters
@@ -25,6 +26,7 @@ __all__ = [
     "ArgumentPlan",
     "Docstring",
     "FunctionSchema",
+    "ModelFacingSchema",
     "SchemaContext",
     "SchemaTransform",
     "apply_transforms",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, is_dataclass
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 from typing_extensions import is_typeddict
 
@@ -27,6 +27,7 @@ from .._context import ToolContext
 from ..error import ToolConfigError, ToolDefinitionError
 from ._argplan import ArgumentPlan, build_plan
 from ._docstring import parse_docstring
+from ._facing import ModelFacingSchema, hidden_fields
 from ._jsonschema import close_open_objects
 
 logger = logging.getLogger("agcore_tools.code_mode")  # as _returns: the return type is code mode's
@@ -81,9 +82,10 @@ def _strip_titles(schema: Any, *, in_properties: bool = False) -> Any:
     return schema
 
 
-class _ToolArguments(GenerateJsonSchema):
+class _ToolArguments(ModelFacingSchema):
     """pydantic's schema of a tool's arguments, saying what validation takes where
-    pydantic's own says more: the model reads only the schema."""
+    pydantic's own says more: the model reads only the schema. No hidden default
+    (see :class:`ModelFacingSchema`)."""
 
     def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
         # dict[int, ...]: JSON keys are strings, and only integer-like ones validate.
@@ -462,6 +464,7 @@ def function_schema(
         params = params[1:]
     params = [p for p in params if p.name not in target.bound]
     hints = _resolve_hints(target.annotated, tool_name)
+    hidden = hidden_fields(target.annotated)
 
     # 2. Parse the docstring for the description and per-parameter text.
     doc = parse_docstring(_docstring(target.documented))
@@ -494,7 +497,8 @@ def function_schema(
             # `limit: int = Field(10, ge=1)`, as FastAPI writes it: the Field is the
             # parameter's field (default, factory, constraints, description), not a value.
             annotation, default = Annotated[annotation, default], PydanticUndefined
-        field_kwargs: dict[str, Any] = {}
+        # A record class's field marked to hide its default: marked here as well.
+        field_kwargs: dict[str, Any] = {"repr": False} if param.name in hidden else {}
         if _annotated_description(annotation) is None and param.name in doc.params:
             field_kwargs["description"] = doc.params[param.name]
         field_name = param.name

@@ -22,6 +22,7 @@ from typing_extensions import TypedDict
 from agcore_tools import (
     AssistantTextDelta,
     CycleConfig,
+    DefinitionBudgetError,
     FinishReason,
     LlmConfigError,
     LlmCycle,
@@ -165,6 +166,38 @@ async def test_a_null_for_an_optional_field_means_its_default_unless_it_accepts_
     assert response.output == Forecast(city="Oslo", celsius=15, note=None)
     properties = server.requests[0].json["response_format"]["json_schema"]["schema"]["properties"]
     assert properties["celsius"] == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+
+
+class Report(BaseModel):
+    summary: str
+    scratch: str = Field("sk-excluded-default", exclude=True)  # the model's notes
+    key: str = Field("sk-hidden-default", repr=False)
+    counts: dict[str, int] = {}  # a map with free keys: not strict
+
+
+@pytest.mark.parametrize("mode", ["json_schema", "json_object", "tool"])
+async def test_a_default_kept_out_of_dumps_or_reprs_is_not_in_the_schema_sent(
+    serve, make_cycle, mode
+):
+    # Sent without strict mode (strict mode drops every default), a Field(exclude=True)
+    # or repr=False field's default reached the model: often a key. The fields stay.
+    answer = {"summary": "ok", "scratch": "thought"}
+    reply = (
+        S.reply_tool_calls([("final_result", answer)])
+        if mode == "tool"
+        else S.reply_text(json.dumps(answer))
+    )
+    server = serve(reply)
+    cycle = make_cycle(server)
+
+    response = await cycle.submit("Report?", output_type=StructuredOutput(Report, mode=mode))
+
+    assert response.output == Report(summary="ok", scratch="thought")
+    assert response.output.key == "sk-hidden-default"
+    request = server.requests[0].json
+    sent = request["tools"][0]["function"] if mode == "tool" else request["response_format"]
+    assert "sk-" not in json.dumps(sent), sent
+    assert '"scratch"' in json.dumps(sent) and '"key"' in json.dumps(sent)
 
 
 class Meeting(BaseModel):
@@ -402,6 +435,107 @@ async def test_a_new_prompt_after_spent_retries_follows_the_rejected_answer(
     roles = [item.get("role") for item in (sent["messages"] if api == "chat" else sent["input"])]
     assert roles[-2:] == ["assistant", "user"]
     assert "not a valid City" not in json.dumps(sent)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["unstreamed", "streamed"])
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_resume_after_spent_retries_tells_the_model_why_its_last_answer_failed(
+    serve, make_cycle, calc, api, stream
+):
+    # The history after OutputValidationError ends with the rejected answer (a new
+    # prompt may follow it). A resume asks again with the feedback on that answer, added
+    # by the resume itself; before, the request ended with the answer, unexplained.
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2})]),
+        S.reply_text('{"name": "Paris"}'),
+        S.reply_text('{"name": "Paris", "population": 3}'),
+        S.reply_text('{"name": "Lyon", "population": 4}'),
+    )
+    cycle = make_cycle(server, api=api)
+    with pytest.raises(OutputValidationError):
+        await cycle.submit_with_tools("City?", calc, output_type=StructuredOutput(City, retries=0))
+    assert cycle.messages[-1]["role"] == "assistant"
+
+    if stream:
+        response = await cycle.submit_stream_with_tools(None, calc, output_type=City).collect()
+    else:
+        response = await cycle.submit_with_tools(None, calc, output_type=City)
+
+    assert response.output == City(name="Paris", population=3)
+    sent = server.requests[2].json
+    items = sent["messages"] if api == "chat" else sent["input"]
+    assert [item.get("role") for item in items[-2:]] == ["assistant", "user"]
+    assert "population: Field required" in json.dumps(items[-1]["content"])
+    assert_history_valid(cycle.messages)
+    assert split_exchanges(cycle.messages) == ([], [cycle.messages])  # one exchange
+    # A resume after a valid answer adds nothing.
+    await cycle.submit_with_tools(None, calc, output_type=City)
+    items = server.requests[3].json["messages" if api == "chat" else "input"]
+    assert items[-1]["role"] == "assistant"
+    assert json.dumps(items).count("not a valid City") == 1
+
+
+async def test_a_resume_refused_before_its_request_takes_its_feedback_back(serve, make_cycle, calc):
+    # Left in the history, the feedback would be followed by the app's next prompt: two
+    # user messages in a row.
+    server = serve(S.reply_text("{}"), S.reply_text('{"name": "Oslo", "population": 1}'))
+    cycle = make_cycle(server, max_definition_tokens=1)  # no tools: no budget to refuse
+    with pytest.raises(OutputValidationError):
+        await cycle.submit("City?", output_type=StructuredOutput(City, retries=0))
+    history = list(cycle.messages)
+
+    with pytest.raises(DefinitionBudgetError):
+        await cycle.submit_with_tools(None, calc, output_type=City)
+
+    assert len(server.requests) == 1
+    assert cycle.messages == history
+    # Still the rejected answer: a resume that is sent tells the model why.
+    assert (await cycle.submit_messages([], output_type=City)).output.name == "Oslo"
+    assert "population: Field required" in json.dumps(server.requests[-1].json["messages"][-1])
+
+
+@pytest.mark.parametrize(
+    "earlier",
+    ["free text", "valid of another type", "rejected as another type", "saved and loaded"],
+)
+async def test_a_resume_tells_the_model_only_of_an_answer_it_rejected_itself(
+    serve, make_cycle, earlier
+):
+    # The feedback is for the answer an OutputValidationError left last under the same
+    # output type: another last answer (free text asked without output_type, say) was
+    # told it "is not a valid City", the history kept that, and the model was told it had
+    # erred in what it was never asked.
+    class Town(BaseModel):
+        town: str
+
+    answer = {
+        "free text": "Paris is the capital of France.",
+        "valid of another type": '{"town": "Paris"}',
+        "rejected as another type": "Paris",
+        "saved and loaded": "Paris",
+    }[earlier]
+    server = serve(S.reply_text(answer), S.reply_text('{"name": "Paris", "population": 2}'))
+    cycle = make_cycle(server)
+    if earlier == "free text":
+        await cycle.submit("Tell me about Paris.")
+    elif earlier == "valid of another type":
+        await cycle.submit("Which town?", output_type=Town)
+    else:
+        asked = City if earlier == "saved and loaded" else Town
+        with pytest.raises(OutputValidationError):
+            await cycle.submit("Which?", output_type=StructuredOutput(asked, retries=0))
+    if earlier == "saved and loaded":
+        saved = json.loads(json.dumps(cycle.messages))
+        cycle = make_cycle(server)
+        cycle.messages = saved
+
+    response = await cycle.submit_messages([], output_type=City)
+
+    assert response.output == City(name="Paris", population=2)
+    sent = server.requests[1].json["messages"]
+    assert sent[-1] == {"role": "assistant", "content": answer}
+    assert "not a valid" not in json.dumps(cycle.messages)
+    assert_history_valid(cycle.messages)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["unstreamed", "streamed"])
