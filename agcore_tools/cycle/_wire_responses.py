@@ -54,7 +54,9 @@ _LISTS = ("input", "tools")  # sent past the SDK's per-request transform (see _b
 
 class ResponsesWire:
     """``responses.create``: stateless full ``input`` by default, or ``chain=True`` to
-    send only what follows the last response, with ``previous_response_id``."""
+    send only what follows the last response, with ``previous_response_id``; with a
+    ``conversation`` option, only what follows the last response too (the server
+    prepends the conversation's items)."""
 
     __slots__ = ("chain",)
 
@@ -73,10 +75,15 @@ class ResponsesWire:
         """The request's parameters, still in the Chat Completions shape."""
         params = dict(config.request_options)
         params["model"] = config.model
-        last = _last_response(messages) if self.chain else None
+        # A conversation (conversation="conv_...") holds every earlier request's items
+        # and prepends them to the next: the whole history again is each item twice,
+        # which OpenAI refuses ("Duplicate item found with id ...").
+        follows = self.chain or bool(params.get("conversation"))
+        last = _last_response(messages) if follows else None
         if last is not None:
             index, response_id = last
-            params["previous_response_id"] = response_id
+            if self.chain:
+                params["previous_response_id"] = response_id
             params["messages"] = _with_server_ids(messages[index], messages[index + 1 :])
         else:
             params["messages"] = config.history.select(messages)

@@ -518,6 +518,33 @@ async def test_chaining_answers_a_repeated_call_id_under_the_servers_own_id(
     assert_history_valid(cycle.messages)
 
 
+@MODES
+async def test_a_conversation_gets_only_what_follows_the_last_response(
+    serve, make_cycle, calc, stream
+):
+    # The server keeps each request's input and output items in the conversation and
+    # prepends them to the next request's input: the whole history sent again was every
+    # item twice, which OpenAI refuses ("Duplicate item found with id fc_..."), so the
+    # tool loop's second request failed.
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")], reasoning="r"),
+        S.reply_text("5"),
+        S.reply_text("bye"),
+    )
+    cycle = make_cycle(server, api="responses", conversation="conv_1", system_prompt="Be brief.")
+
+    await run(cycle, "2 + 3?", calc, stream)
+    await cycle.submit("Thanks")
+
+    first, second, third = (r.json for r in server.requests)
+    assert [r["conversation"] for r in (first, second, third)] == ["conv_1"] * 3
+    assert not any("previous_response_id" in r for r in (first, second, third))
+    assert [i["role"] for i in first["input"]] == ["system", "user"]
+    assert second["input"] == [{"type": "function_call_output", "call_id": "c1", "output": "5"}]
+    assert third["input"] == [{"role": "user", "content": "Thanks"}]
+    assert_history_valid(cycle.messages)  # the history itself keeps every turn
+
+
 async def test_trimming_never_separates_reasoning_or_calls_from_what_follows(
     serve, make_cycle, calc
 ):
@@ -945,6 +972,8 @@ def test_config_checks_the_api_and_chaining() -> None:
         CycleConfig("m", api="responses", chain_responses=True, store=False)
     with pytest.raises(LlmConfigError, match="previous_response_id"):
         CycleConfig("m", api="responses", previous_response_id="resp_1")
+    with pytest.raises(LlmConfigError, match="chain_responses=True or conversation="):
+        CycleConfig("m", api="responses", chain_responses=True, conversation="conv_1")
 
 
 @pytest.mark.parametrize(
