@@ -260,6 +260,49 @@ async def test_a_key_providers_tokens_are_masked_in_errors_spans_and_logs(
     assert not any(key in caplog.text for key in issued)
 
 
+@pytest.mark.parametrize("given", ["azure_ad_token", "azure_ad_token_provider"])
+async def test_an_azure_ad_token_is_masked_in_errors_and_logs(
+    caplog: pytest.LogCaptureFixture, given: str
+) -> None:
+    # An AsyncAzureOpenAI built with an Entra ID token (or a token provider) holds it
+    # nowhere public, and api_key is empty: a proxy's error quoting the Authorization
+    # header it got showed the token in the LlmError, its cause and the retry's log line.
+    from openai import AsyncAzureOpenAI
+
+    token = "eyJ0eXAiOiJKV1Qi.eyJhdWQiOi-entra-S3CRET.c2lnbmF0dXJl"
+
+    async def provider() -> str:
+        return token
+
+    def echo(status: int) -> Any:
+        def answer(request: Any) -> Any:
+            return S.error(status, f"invalid token: {request.headers.get('authorization')}")
+
+        return answer
+
+    caplog.set_level("WARNING", logger="agcore_tools.cycle")
+    auth: dict[str, Any] = {given: token if given == "azure_ad_token" else provider}
+    with ScriptedChatServer([echo(500), echo(401)]) as server:
+        client = AsyncAzureOpenAI(
+            azure_endpoint=server.base_url.removesuffix("/v1"),
+            api_version="2024-10-21",
+            azure_deployment="chat",
+            **auth,
+        )
+        cycle = LlmCycle(CycleConfig("m", retry_initial_delay=0.01), client=client)
+        with pytest.raises(LlmError) as caught:
+            await cycle.submit("hi")  # a retried 500, then a 401
+        await client.close()
+    assert [request.headers["authorization"] for request in server.requests] == [
+        f"Bearer {token}"
+    ] * 2
+    assert str(caught.value).endswith("invalid token: Bearer ***")
+    shown = "".join(traceback.format_exception(caught.value))
+    assert token not in shown  # the SDK's error on the chain too
+    [retried] = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    assert "invalid token: Bearer ***" in retried and token not in caplog.text
+
+
 async def test_a_request_that_reaches_no_server_names_the_reason_and_the_server() -> None:
     # The SDK says "Connection error." whatever the reason; the reason (refused, an
     # unknown host) was three causes down, and the address nowhere.
