@@ -574,9 +574,9 @@ class Run:
                     "client's connections belong to: use a cycle from one loop (its *_sync "
                     "methods share the library's own), or one LlmCycle per loop"
                 ) from exc
-            if str(exc) == _CLOSED_LOOP and not isinstance(exc, LlmError):
-                # The app's own requests on the client, in a loop now closed: no cycle
-                # saw them (check_client_loop cannot tell).
+            # The app's requests on its client, in a loop now closed (no cycle saw it).
+            closed = type(exc) is RuntimeError and str(exc) == _CLOSED_LOOP
+            if closed and isinstance(self.requester, OpenAIRequester):
                 raise LlmUsageError(_CLOSED_LOOP_FIX) from exc
             raise
         finally:

@@ -173,6 +173,20 @@ async def test_a_requester_error_is_the_loops_error() -> None:
         await LlmCycle(CycleConfig("m"), requester=Down()).submit("Hi")
 
 
+async def test_a_requesters_own_closed_loop_error_is_not_said_to_be_the_clients() -> None:
+    # The loop names an AsyncOpenAI client's connections of a closed loop as the cause of
+    # asyncio's "Event loop is closed"; a requester of the app's own has no such client,
+    # and its error is its own to read.
+    class Closed(Requester):
+        async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
+            raise RuntimeError("Event loop is closed")
+            yield
+
+    with pytest.raises(RuntimeError) as caught:
+        await LlmCycle(CycleConfig("m"), requester=Closed()).submit("Hi")
+    assert type(caught.value) is RuntimeError and str(caught.value) == "Event loop is closed"
+
+
 async def test_the_clients_key_and_header_values_are_masked_in_errors_spans_and_logs(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
