@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import openai
 import pytest
 from pydantic import BaseModel
 
@@ -315,6 +316,29 @@ async def test_an_azure_ad_token_is_masked_in_errors_and_logs(
     assert token not in shown  # the SDK's error on the chain too
     [retried] = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
     assert "invalid token: Bearer ***" in retried and token not in caplog.text
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "This model's maximum context length is 128000 tokens. However, your messages "
+        "resulted in 130512 tokens (129000 in the messages, 1512 in the functions). "
+        "Please reduce the length of the messages or functions.",
+        "Token limit exceeded: 5000 tokens. Token count (1048577) exceeds 1048576; "
+        "max_tokens is too large: 5000.",
+    ],
+)
+async def test_an_error_about_tokens_is_shown_whole_with_the_sdks_error(
+    serve: Callable[..., ScriptedChatServer], message: str
+) -> None:
+    # The mask of a credential after "Token" takes a word with a digit or a token68 sign
+    # only: an error about token counts is no credential, and stays readable.
+    server = serve(S.error(400, message, type="invalid_request_error"))
+    async with server.client(timeout=10.0, max_retries=0) as client:
+        with pytest.raises(LlmError) as caught:
+            await LlmCycle(CycleConfig("m"), client=client).submit("Hi")
+    assert message in str(caught.value) and "***" not in str(caught.value)
+    assert isinstance(caught.value.__cause__, openai.BadRequestError)  # not a stand-in
 
 
 async def test_a_request_that_reaches_no_server_names_the_reason_and_the_server() -> None:
