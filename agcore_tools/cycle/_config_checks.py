@@ -173,8 +173,9 @@ def refuse_other_apis_options(api: str, options: Mapping[str, Any]) -> None:
 
 def check_responses_options(options: Mapping[str, Any]) -> None:
     """Refuse an ``include`` that is no list of strings, a ``text`` that is no mapping
-    or that has a ``format`` next to a ``response_format``, and a ``timeout`` that is no
-    positive number of seconds.
+    or that has a ``format`` next to a ``response_format``, a ``response_format`` or
+    ``text`` format that is no mapping (a pydantic model, as the SDK's ``parse()``
+    takes), and a ``timeout`` that is no positive number of seconds.
 
     Checked when the config is made: the wire would send a string ``include`` as its
     characters, and a ``text`` that is no mapping failed only at the first request,
@@ -195,6 +196,24 @@ def check_responses_options(options: Mapping[str, Any]) -> None:
             "CycleConfig.text must be a mapping, such as text={'verbosity': 'low'}, "
             f"got {type(text).__name__}"
         )
+    # A pydantic model, as the SDK's parse() takes: create() refuses it (chat's bare
+    # TypeError, or the Responses wire's AttributeError) at the first request, after the
+    # user's message joined the history.
+    given = (
+        ("response_format", options.get("response_format")),
+        ("text['format']", text.get("format") if isinstance(text, Mapping) else None),
+    )
+    for name, value in given:
+        # Falsy: None, and the SDK's NOT_GIVEN and omit, which mean "not set".
+        if value and not isinstance(value, Mapping):
+            what = (
+                f"the class {value.__name__}" if isinstance(value, type) else type(value).__name__
+            )
+            raise LlmConfigError(
+                f"CycleConfig.{name} must be a mapping, such as {{'type': 'json_object'}}, "
+                f"got {what}: for an answer validated into a type (what the SDK's parse() "
+                "does), pass output_type= to submit*() instead"
+            )
     if (
         isinstance(text, Mapping)
         and "format" in text

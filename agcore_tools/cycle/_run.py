@@ -98,6 +98,13 @@ _FORKED = (
     "this LlmCycle was used before this process was forked, and its client's connections "
     "stay the parent's: make a new LlmCycle (with a new client) in this process"
 )
+_CLOSED_LOOP = "Event loop is closed"  # asyncio's text
+_CLOSED_LOOP_FIX = (
+    "this AsyncOpenAI client holds connections of an event loop that has closed (an "
+    "earlier asyncio.run() the app used it in), which this call can neither use nor close: "
+    "use one client per event loop, for the *_sync calls a sync OpenAI client (the cycle "
+    "builds its twin on agcore_tools' own loop)"
+)
 
 
 @dataclass
@@ -579,6 +586,10 @@ class Run:
                     "client's connections belong to: use a cycle from one loop (its *_sync "
                     "methods share the library's own), or one LlmCycle per loop"
                 ) from exc
+            # The app's requests on its client, in a loop now closed (no cycle saw it).
+            closed = type(exc) is RuntimeError and str(exc) == _CLOSED_LOOP
+            if closed and isinstance(self.requester, OpenAIRequester):
+                raise LlmUsageError(_CLOSED_LOOP_FIX) from exc
             raise
         finally:
             if unsent is not None:

@@ -29,6 +29,7 @@ The answer is read back into the history by :class:`ResponsesTurnBuilder`, in
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from ..error import LlmConfigError
@@ -38,6 +39,7 @@ from ._responses_turn import ResponsesTurnBuilder
 from .config import CycleConfig
 
 __all__ = [
+    "CONVERSATION_TAIL",
     "ResponsesTurnBuilder",
     "ResponsesWire",
     "fold_output_items",
@@ -51,10 +53,17 @@ _ENCRYPTED = "reasoning.encrypted_content"
 _TOOL_OPTIONS = ("tool_choice",)  # refused on a request without tools
 _LISTS = ("input", "tools")  # sent past the SDK's per-request transform (see _body.py)
 
+CONVERSATION_TAIL: ContextVar[bool] = ContextVar("agcore_tools_conversation_tail", default=True)
+"""Whether a request with a ``conversation`` option sends only what follows the last
+response. False only in a Temporal workflow run begun before that (its
+``workflow.patched``): such a run sent the whole history, and goes on so."""
+
 
 class ResponsesWire:
     """``responses.create``: stateless full ``input`` by default, or ``chain=True`` to
-    send only what follows the last response, with ``previous_response_id``."""
+    send only what follows the last response, with ``previous_response_id``; with a
+    ``conversation`` option, only what follows the last response too (the server
+    prepends the conversation's items)."""
 
     __slots__ = ("chain",)
 
@@ -73,10 +82,15 @@ class ResponsesWire:
         """The request's parameters, still in the Chat Completions shape."""
         params = dict(config.request_options)
         params["model"] = config.model
-        last = _last_response(messages) if self.chain else None
+        # A conversation (conversation="conv_...") holds every earlier request's items
+        # and prepends them to the next: the whole history again is each item twice,
+        # which OpenAI refuses ("Duplicate item found with id ...").
+        follows = self.chain or (bool(params.get("conversation")) and CONVERSATION_TAIL.get())
+        last = _last_response(messages) if follows else None
         if last is not None:
             index, response_id = last
-            params["previous_response_id"] = response_id
+            if self.chain:
+                params["previous_response_id"] = response_id
             params["messages"] = _with_server_ids(messages[index], messages[index + 1 :])
         else:
             params["messages"] = config.history.select(messages)

@@ -268,7 +268,9 @@ class CycleConfig:
     chain_responses: bool
     """With ``api="responses"``: send only what follows the last response, with its
     ``previous_response_id``, instead of the whole history (the server must store
-    responses, so not with ``store=False``)."""
+    responses, so not with ``store=False``). A ``conversation`` request option sends
+    only what follows the last response too (the server prepends the conversation's
+    items), without ``previous_response_id``, so it is refused next to this."""
     approval_key: bytes | None = field(repr=False)
     """A secret the loop signs its :class:`~agcore_tools.ApprovalRequest` values with
     (HMAC-SHA256 over call id, tool and arguments), and each call a run leaves open in
@@ -442,6 +444,13 @@ class CycleConfig:
             raise LlmConfigError(
                 "CycleConfig.chain_responses needs api='responses' and stored responses "
                 f"(not store=False), got chain_responses={chain_responses!r}, api={api!r}"
+            )
+        if chain_responses and merged.get("conversation"):
+            # The API refuses previous_response_id next to a conversation.
+            raise LlmConfigError(
+                "CycleConfig takes chain_responses=True or conversation=..., not both: a "
+                "conversation already keeps the earlier items, and the loop sends only what "
+                "follows the last response; drop chain_responses=True"
             )
         if history is not None and not isinstance(history, HistoryPolicy):
             # Checked here: the first request would fail on history.select().

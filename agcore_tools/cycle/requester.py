@@ -26,6 +26,7 @@ from .._masked_error import masked_error
 from .._redact import (
     header_secrets,
     mask,
+    mask_credentials,
     secret_values,
     url_secrets,
     url_without_secrets,
@@ -261,15 +262,20 @@ class OpenAIRequester(Requester):
     def redact(self, params: Mapping[str, Any], text: str) -> str:
         """``text`` with what a server may echo of this client's secrets (its API key,
         header values, its base URL's and the request ``params``' query secrets) shown
-        as ``***``: for an error or log line made of a server's answer.
+        as ``***``, and any credential after ``Bearer``, ``Basic`` or ``Token`` too (one
+        the client holds nowhere public, such as an ``AsyncAzureOpenAI``'s Azure AD
+        token, or one its ``http_client`` adds): for an error or log line made of a
+        server's answer.
 
         Example:
             >>> from openai import AsyncOpenAI
             >>> requester = OpenAIRequester(AsyncOpenAI(api_key="sk-S3CRET-0123456789"))
             >>> requester.redact({}, "bad key sk-S3CRET-0123456789")
             'bad key ***'
+            >>> requester.redact({}, "refused Authorization: Bearer eyJ0eXAi.eyJzdWIi.c2ln")
+            'refused Authorization: Bearer ***'
         """
-        return mask(text, secret_values(self._secrets(params)))
+        return mask_credentials(mask(text, secret_values(self._secrets(params))))
 
     async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
         """Send ``turn`` through the SDK, retrying as ``turn.config`` says.
@@ -378,7 +384,7 @@ class OpenAIRequester(Requester):
             found = profile_for_models(raw.http_response.json(), raw.headers)
         except (OpenAIError, ValueError) as exc:
             # A server without a model list is common; OpenAI's profile then applies.
-            why = mask(f"{type(exc).__name__}: {exc}", secret_values(self._secrets({})))
+            why = self.redact({}, f"{type(exc).__name__}: {exc}")
             logger.debug("no server profile from the model list: %s", why)
             found = None
         _PROBED[self.client] = found

@@ -16,6 +16,7 @@ __all__ = [
     "CALLS_PER_TURN_LIMITED",
     "CANCEL_ENDS_RUN",
     "CHECKS_TOGETHER",
+    "CONVERSATION_TAIL",
     "CUT_CALLS_NOT_REPAIRED",
     "DERIVED_IDS_RESERVED",
     "EDITS_NOTED",
@@ -116,3 +117,9 @@ edited), and a prompt that goes on past a paused program's call lists the calls 
 ran (before: the result alone, and "declined" alone). Only the text the model reads
 changes, which a replay does not check: gated so that a run's history, and its
 ``messages`` query, keep what the model read (tests/temporal/histories/v0.2.0-reject-edit.json)."""
+CONVERSATION_TAIL = "agcore-conversation-sends-what-follows"
+"""A Responses API request with a ``conversation`` option sends only what follows the
+last response, as the server prepends the conversation's items (before: the whole
+history, each earlier item twice, which OpenAI refuses with "Duplicate item found").
+Only the ``agcore.model_request`` input changes, which a replay does not check: gated so
+that a run's requests, and the payload size check made on them, stay as they ran."""

@@ -45,6 +45,7 @@ from ..cycle._call_ids import IDS_PAST_HISTORY, UNIQUE_CALL_IDS
 from ..cycle._given import given_messages, kind
 from ..cycle._run import UNOFFERED_CHOICE_REFUSED
 from ..cycle._stream import DERIVED_IDS_RESERVED
+from ..cycle._wire_responses import CONVERSATION_TAIL
 from ..cycle.config import CycleConfig
 from ..cycle.cycle import LlmCycle
 from ..cycle.events import StreamEvent
@@ -366,6 +367,7 @@ class ToolLoopWorkflow:
         NON_FINITE_REFUSED.set(workflow.patched(patches.NON_FINITE_REFUSED))
         OFFERED_LISTED.set(workflow.patched(patches.OFFERED_LISTED))
         EDITS_NOTED.set(workflow.patched(patches.EDITS_NOTED))
+        CONVERSATION_TAIL.set(workflow.patched(patches.CONVERSATION_TAIL))
         limited = workflow.patched(patches.CALLS_PER_TURN_LIMITED)
         as_text = workflow.patched(patches.REQUESTS_AS_TEXT)
         queues = args.tool_task_queues

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from openai import OpenAI, pydantic_function_tool
+from openai import NOT_GIVEN, OpenAI, pydantic_function_tool
 from pydantic import BaseModel
 
 from agcore_tools import (
@@ -709,6 +709,35 @@ async def test_a_parse_helper_answer_put_in_a_chat_history_goes_without_what_the
         expected["tool_calls"] = [{"id": "c1", "type": "function", "function": function}]
     assert sent == expected
     assert cycle.messages[1] == kept  # the history as the app put it
+
+
+@pytest.mark.parametrize(
+    ("api", "named"),
+    [("chat", "response_format"), ("responses", "response_format"), ("responses", "text")],
+)
+def test_a_pydantic_model_as_response_format_is_refused_when_the_config_is_made(
+    api: str, named: str
+) -> None:
+    # What an app moving from chat.completions.parse(response_format=Model) writes: it
+    # was taken, and each submit*() put the prompt in the history, then failed unsent
+    # with the SDK's bare TypeError (Chat) or an AttributeError of the Responses wire.
+    class Answer(BaseModel):
+        x: int
+
+    given: dict[str, Any] = (
+        {"text": {"format": Answer}} if named == "text" else {"response_format": Answer}
+    )
+    with pytest.raises(LlmConfigError) as caught:
+        CycleConfig("m", api=api, **given)  # type: ignore[arg-type]
+    shown = "text['format']" if named == "text" else named
+    assert str(caught.value) == (
+        f"CycleConfig.{shown} must be a mapping, such as {{'type': 'json_object'}}, got the "
+        "class Answer: for an answer validated into a type (what the SDK's parse() does), "
+        "pass output_type= to submit*() instead"
+    )
+    # A mapping, and the SDK's "not given" marker, are taken as before.
+    assert CycleConfig("m", api=api, response_format={"type": "json_object"}).api == api  # type: ignore[arg-type]
+    assert CycleConfig("m", api=api, response_format=NOT_GIVEN).api == api  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])

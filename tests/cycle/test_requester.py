@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import openai
 import pytest
 from pydantic import BaseModel
 
@@ -173,6 +174,20 @@ async def test_a_requester_error_is_the_loops_error() -> None:
         await LlmCycle(CycleConfig("m"), requester=Down()).submit("Hi")
 
 
+async def test_a_requesters_own_closed_loop_error_is_not_said_to_be_the_clients() -> None:
+    # The loop names an AsyncOpenAI client's connections of a closed loop as the cause of
+    # asyncio's "Event loop is closed"; a requester of the app's own has no such client,
+    # and its error is its own to read.
+    class Closed(Requester):
+        async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
+            raise RuntimeError("Event loop is closed")
+            yield
+
+    with pytest.raises(RuntimeError) as caught:
+        await LlmCycle(CycleConfig("m"), requester=Closed()).submit("Hi")
+    assert type(caught.value) is RuntimeError and str(caught.value) == "Event loop is closed"
+
+
 async def test_the_clients_key_and_header_values_are_masked_in_errors_spans_and_logs(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -258,6 +273,72 @@ async def test_a_key_providers_tokens_are_masked_in_errors_spans_and_logs(
     retried = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
     assert len(retried) == 2 and all("Bearer ***" in line for line in retried)
     assert not any(key in caplog.text for key in issued)
+
+
+@pytest.mark.parametrize("given", ["azure_ad_token", "azure_ad_token_provider"])
+async def test_an_azure_ad_token_is_masked_in_errors_and_logs(
+    caplog: pytest.LogCaptureFixture, given: str
+) -> None:
+    # An AsyncAzureOpenAI built with an Entra ID token (or a token provider) holds it
+    # nowhere public, and api_key is empty: a proxy's error quoting the Authorization
+    # header it got showed the token in the LlmError, its cause and the retry's log line.
+    from openai import AsyncAzureOpenAI
+
+    token = "eyJ0eXAiOiJKV1Qi.eyJhdWQiOi-entra-S3CRET.c2lnbmF0dXJl"
+
+    async def provider() -> str:
+        return token
+
+    def echo(status: int) -> Any:
+        def answer(request: Any) -> Any:
+            return S.error(status, f"invalid token: {request.headers.get('authorization')}")
+
+        return answer
+
+    caplog.set_level("WARNING", logger="agcore_tools.cycle")
+    auth: dict[str, Any] = {given: token if given == "azure_ad_token" else provider}
+    with ScriptedChatServer([echo(500), echo(401)]) as server:
+        client = AsyncAzureOpenAI(
+            azure_endpoint=server.base_url.removesuffix("/v1"),
+            api_version="2024-10-21",
+            azure_deployment="chat",
+            **auth,
+        )
+        cycle = LlmCycle(CycleConfig("m", retry_initial_delay=0.01), client=client)
+        with pytest.raises(LlmError) as caught:
+            await cycle.submit("hi")  # a retried 500, then a 401
+        await client.close()
+    assert [request.headers["authorization"] for request in server.requests] == [
+        f"Bearer {token}"
+    ] * 2
+    assert str(caught.value).endswith("invalid token: Bearer ***")
+    shown = "".join(traceback.format_exception(caught.value))
+    assert token not in shown  # the SDK's error on the chain too
+    [retried] = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    assert "invalid token: Bearer ***" in retried and token not in caplog.text
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "This model's maximum context length is 128000 tokens. However, your messages "
+        "resulted in 130512 tokens (129000 in the messages, 1512 in the functions). "
+        "Please reduce the length of the messages or functions.",
+        "Token limit exceeded: 5000 tokens. Token count (1048577) exceeds 1048576; "
+        "max_tokens is too large: 5000.",
+    ],
+)
+async def test_an_error_about_tokens_is_shown_whole_with_the_sdks_error(
+    serve: Callable[..., ScriptedChatServer], message: str
+) -> None:
+    # The mask of a credential after "Token" takes a word with a digit or a token68 sign
+    # only: an error about token counts is no credential, and stays readable.
+    server = serve(S.error(400, message, type="invalid_request_error"))
+    async with server.client(timeout=10.0, max_retries=0) as client:
+        with pytest.raises(LlmError) as caught:
+            await LlmCycle(CycleConfig("m"), client=client).submit("Hi")
+    assert message in str(caught.value) and "***" not in str(caught.value)
+    assert isinstance(caught.value.__cause__, openai.BadRequestError)  # not a stand-in
 
 
 async def test_a_request_that_reaches_no_server_names_the_reason_and_the_server() -> None:

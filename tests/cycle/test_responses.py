@@ -28,7 +28,7 @@ from agcore_tools import (
     TrimOldest,
     TurnComplete,
 )
-from agcore_tools.cycle._wire_responses import to_input
+from agcore_tools.cycle._wire_responses import CONVERSATION_TAIL, to_input
 from agcore_tools.testing import RawResponse, RawStream, Reply
 
 from .conftest import S, assert_history_valid, tool_messages
@@ -518,6 +518,103 @@ async def test_chaining_answers_a_repeated_call_id_under_the_servers_own_id(
     assert_history_valid(cycle.messages)
 
 
+@MODES
+async def test_a_conversation_gets_only_what_follows_the_last_response(
+    serve, make_cycle, calc, stream
+):
+    # The server keeps each request's input and output items in the conversation and
+    # prepends them to the next request's input: the whole history sent again was every
+    # item twice, which OpenAI refuses ("Duplicate item found with id fc_..."), so the
+    # tool loop's second request failed.
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")], reasoning="r"),
+        S.reply_text("5"),
+        S.reply_text("bye"),
+    )
+    cycle = make_cycle(server, api="responses", conversation="conv_1", system_prompt="Be brief.")
+
+    await run(cycle, "2 + 3?", calc, stream)
+    await cycle.submit("Thanks")
+
+    first, second, third = (r.json for r in server.requests)
+    assert [r["conversation"] for r in (first, second, third)] == ["conv_1"] * 3
+    assert not any("previous_response_id" in r for r in (first, second, third))
+    assert [i["role"] for i in first["input"]] == ["system", "user"]
+    assert second["input"] == [{"type": "function_call_output", "call_id": "c1", "output": "5"}]
+    assert third["input"] == [{"role": "user", "content": "Thanks"}]
+    assert_history_valid(cycle.messages)  # the history itself keeps every turn
+
+
+@MODES
+async def test_a_conversation_resumed_after_approval_in_a_new_cycle_sends_the_answers(
+    serve, make_cycle, stream
+):
+    # A run paused for approval, its history saved and resumed by another cycle (another
+    # process): the conversation has the call, not its output, which goes alone.
+    registry = ToolRegistry()
+
+    @registry.tool(needs_approval=True)
+    def refund(order: int) -> str:
+        """Refund an order."""
+        return f"refunded order {order}"
+
+    server = serve(
+        S.reply_tool_calls([("refund", {"order": 7}, "c1")], reasoning="needs a refund"),
+        S.reply_text("Refunded."),
+    )
+    cycle = make_cycle(server, api="responses", conversation="conv_1")
+    paused = await run(cycle, "Refund order 7", registry, stream)
+    [request] = paused.pending_approvals
+    resumed_cycle = make_cycle(server, api="responses", conversation="conv_1")
+    resumed_cycle.messages = json.loads(json.dumps(cycle.messages))
+    resumed = await resumed_cycle.submit_with_tools(None, registry, approvals=[request.approve()])
+
+    assert resumed.text == "Refunded."
+    assert items(server.requests[1]) == [
+        {"type": "function_call_output", "call_id": "c1", "output": "refunded order 7"}
+    ]
+
+
+async def test_a_conversation_gets_only_the_feedback_on_an_output_type_retry(serve, make_cycle):
+    class City(BaseModel):
+        name: str
+        population: int
+
+    server = serve(
+        S.reply_text('{"name": "Paris", "population": "many"}'),
+        S.reply_text('{"name": "Paris", "population": 2102650}'),
+    )
+    cycle = make_cycle(server, api="responses", conversation="conv_1")
+
+    response = await cycle.submit("Biggest French city?", output_type=City)
+
+    assert response.output == City(name="Paris", population=2102650)
+    [feedback] = items(server.requests[1])
+    assert feedback["role"] == "user"
+    assert "population: Input should be a valid integer" in feedback["content"]
+
+
+async def test_a_conversation_of_a_workflow_run_begun_before_the_patch_sends_it_all(
+    serve, make_cycle, calc
+):
+    # CONVERSATION_TAIL is False in a Temporal run begun before the patch
+    # agcore-conversation-sends-what-follows: its requests stay as they ran.
+    server = serve(S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")]), S.reply_text("5"))
+    cycle = make_cycle(server, api="responses", conversation="conv_1")
+    token = CONVERSATION_TAIL.set(False)
+    try:
+        await cycle.submit_with_tools("2 + 3?", calc)
+    finally:
+        CONVERSATION_TAIL.reset(token)
+    second = server.requests[1].json
+    assert second["conversation"] == "conv_1" and "previous_response_id" not in second
+    assert [i.get("type", i.get("role")) for i in second["input"]] == [
+        "user",
+        "function_call",
+        "function_call_output",
+    ]
+
+
 async def test_trimming_never_separates_reasoning_or_calls_from_what_follows(
     serve, make_cycle, calc
 ):
@@ -945,6 +1042,8 @@ def test_config_checks_the_api_and_chaining() -> None:
         CycleConfig("m", api="responses", chain_responses=True, store=False)
     with pytest.raises(LlmConfigError, match="previous_response_id"):
         CycleConfig("m", api="responses", previous_response_id="resp_1")
+    with pytest.raises(LlmConfigError, match="chain_responses=True or conversation="):
+        CycleConfig("m", api="responses", chain_responses=True, conversation="conv_1")
 
 
 @pytest.mark.parametrize(

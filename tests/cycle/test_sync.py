@@ -269,6 +269,39 @@ def test_one_async_client_shared_by_cycles_in_two_event_loops_is_refused_unsent(
     assert asyncio.run(kernel()) == ["hi", "hi"]
 
 
+@pytest.mark.parametrize("call", ["sync", "async"])
+def test_an_async_client_the_app_used_in_a_closed_loop_says_so(serve: Serve, call: str) -> None:
+    # The app's own request on its AsyncOpenAI, in an asyncio.run() now over, left a
+    # kept-alive connection of that closed loop in the pool; no cycle saw it, so the
+    # cycle's first call (a *_sync one, or one in a new asyncio.run()) failed with
+    # asyncio's bare RuntimeError when the pool closed that connection.
+    server = serve(S.reply_text("app's"), S.reply_text("cycle's"))
+    client = server.client(timeout=10.0)
+
+    async def app_request() -> str | None:
+        completion = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "x"}]
+        )
+        return completion.choices[0].message.content
+
+    assert asyncio.run(app_request()) == "app's"
+    cycle = LlmCycle(CONFIG, client=client)
+
+    async def ask() -> str:
+        return (await cycle.submit("hi")).text
+
+    with pytest.raises(LlmUsageError) as caught:
+        cycle.submit_sync("hi") if call == "sync" else asyncio.run(ask())
+    assert str(caught.value) == (
+        "this AsyncOpenAI client holds connections of an event loop that has closed (an "
+        "earlier asyncio.run() the app used it in), which this call can neither use nor "
+        "close: use one client per event loop, for the *_sync calls a sync OpenAI client "
+        "(the cycle builds its twin on agcore_tools' own loop)"
+    )
+    assert isinstance(caught.value.__cause__, RuntimeError)  # asyncio's, kept
+    assert len(server.requests) == 1 and cycle.messages == []  # nothing sent
+
+
 def test_a_cycles_own_client_follows_it_to_the_library_loop_but_not_to_a_second_one(
     serve: Serve,
 ) -> None:

@@ -470,6 +470,44 @@ async def test_background_on_the_responses_api_fails_a_run_before_the_model_is_a
     assert [name for name, _ in await activity_attempts(handle)] == ["agcore.model_request"]
 
 
+async def test_a_conversation_gets_only_what_follows_the_last_response_in_a_run(
+    client: Client,
+) -> None:
+    # The server prepends the conversation's items: a run sent the whole history again,
+    # every item twice, which OpenAI refuses ("Duplicate item found with id fc_...").
+    # A run begun before the patch agcore-conversation-sends-what-follows still does.
+    tools = ToolRegistry()
+
+    @tools.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    config = CycleConfig("m", api="responses", conversation="conv_1")
+    script = [S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")]), S.reply_text("5")]
+    with S(script) as server:
+        async with (
+            server.client() as openai,
+            worker(client, "conversation", ToolActivities(tools, openai)),
+        ):
+            handle = await client.start_workflow(
+                ToolLoopWorkflow.run,
+                ToolLoopInput.of("add 2 and 3", config),
+                id="conversation-1",
+                task_queue="conversation",
+                execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+            )
+            assert (await finish(handle)).text == "5"
+        first, second = (request.json for request in server.requests)
+    assert first["conversation"] == second["conversation"] == "conv_1"
+    assert [item.get("role") for item in first["input"]] == ["user"]
+    assert second["input"] == [{"type": "function_call_output", "call_id": "c1", "output": "5"}]
+    assert "previous_response_id" not in second
+    history = await handle.fetch_history()
+    replayed = await strict_replayer().replay_workflow(history, raise_on_replay_failure=False)
+    assert replayed.replay_failure is None
+
+
 async def test_an_image_from_a_tool_reaches_the_model_as_in_the_in_process_loop(
     client: Client, spawn: Spawn, model: Model, workdir: Path
 ) -> None:
