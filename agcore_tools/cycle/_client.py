@@ -39,10 +39,12 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
 
 __all__ = [
+    "FORKED",
     "ClientTypeError",
     "accept_client",
     "check_client_loop",
     "client_from_env",
+    "loop_misuse",
     "provided_keys",
 ]
 
@@ -249,6 +251,47 @@ def client_from_env() -> AsyncOpenAI:
         ) from exc
     _BUILT[client] = http_client is not None
     return client
+
+
+FORKED = (
+    "this LlmCycle was used before this process was forked, and its client's connections "
+    "stay the parent's: make a new LlmCycle (with a new client) in this process"
+)
+_MOVED = (
+    "this LlmCycle's last call ran in another event loop, which its client's connections "
+    "belong to: use a cycle from one loop (its *_sync methods share the library's own), "
+    "or one LlmCycle per loop"
+)
+_CLOSED_LOOP = "Event loop is closed"  # asyncio's text
+_CLOSED_LOOP_FIX = (
+    "this AsyncOpenAI client holds connections of an event loop that has closed (an "
+    "earlier asyncio.run() the app used it in), which this call can neither use nor close: "
+    "use one client per event loop, for the *_sync calls a sync OpenAI client (the cycle "
+    "builds its twin on agcore_tools' own loop)"
+)
+
+
+def loop_misuse(
+    exc: RuntimeError, *, moved: bool, forked: bool, sdk_client: bool
+) -> LlmUsageError | None:
+    """What the app did, when a run's ``RuntimeError`` is asyncio's (``Event loop is
+    closed``, ``... is bound to a different event loop``) about a client used across
+    event loops: its text names asyncio's objects, not the app's mistake, so the run
+    raises this instead, with asyncio's error as its cause. ``moved``: the cycle's last
+    call ran in another loop; ``forked``: in a parent process; ``sdk_client``: the run
+    sends through an OpenAI SDK client (not an app's own ``Requester``).
+
+    Example:
+        >>> loop_misuse(RuntimeError("Event loop is closed"), moved=False, forked=False,
+        ...             sdk_client=False) is None
+        True
+    """
+    if moved and not isinstance(exc, LlmError):
+        return LlmUsageError(FORKED if forked else _MOVED)
+    # The app's requests on its client, in a loop now closed (no cycle saw it).
+    if sdk_client and type(exc) is RuntimeError and str(exc) == _CLOSED_LOOP:
+        return LlmUsageError(_CLOSED_LOOP_FIX)
+    return None
 
 
 def check_client_loop(client: object, loop: asyncio.AbstractEventLoop) -> None:

@@ -36,7 +36,7 @@ from ..error import (
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response
 from ._call_ids import IDS_PAST_HISTORY, UNIQUE_CALL_IDS, call_ids, first_free_tag
-from ._client import check_client_loop
+from ._client import FORKED, check_client_loop, loop_misuse
 from ._costs import NO_TOOL_COSTS, CostMeter
 from ._outcome import Outcome
 from ._output import FINAL_TOOL, OutputRun, Verdict, start_output
@@ -93,18 +93,6 @@ Message = dict[str, Any]
 logger = logging.getLogger("agcore_tools.cycle")
 
 _UNREPORTED = Usage(unreported=1)  # a request whose response had no usage
-
-_FORKED = (
-    "this LlmCycle was used before this process was forked, and its client's connections "
-    "stay the parent's: make a new LlmCycle (with a new client) in this process"
-)
-_CLOSED_LOOP = "Event loop is closed"  # asyncio's text
-_CLOSED_LOOP_FIX = (
-    "this AsyncOpenAI client holds connections of an event loop that has closed (an "
-    "earlier asyncio.run() the app used it in), which this call can neither use nor close: "
-    "use one client per event loop, for the *_sync calls a sync OpenAI client (the cycle "
-    "builds its twin on agcore_tools' own loop)"
-)
 
 
 @dataclass
@@ -290,7 +278,7 @@ class Run:
         if isinstance(self.requester, OpenAIRequester):
             if forked:
                 # Refused unsent: the SDK client would send on the parent's connections.
-                raise LlmUsageError(_FORKED)
+                raise LlmUsageError(FORKED)
             # A client shared by cycles on two loops: refused unsent, not failed after.
             check_client_loop(self.requester.client, loop)
         session.busy = True
@@ -576,20 +564,10 @@ class Run:
                     )
                     return
         except RuntimeError as exc:
-            # asyncio's "Event loop is closed", "... is bound to a different event loop":
-            # its text names asyncio's objects, not what the app did; it stays the cause.
-            if moved and not isinstance(exc, LlmError):
-                raise LlmUsageError(
-                    _FORKED
-                    if forked
-                    else "this LlmCycle's last call ran in another event loop, which its "
-                    "client's connections belong to: use a cycle from one loop (its *_sync "
-                    "methods share the library's own), or one LlmCycle per loop"
-                ) from exc
-            # The app's requests on its client, in a loop now closed (no cycle saw it).
-            closed = type(exc) is RuntimeError and str(exc) == _CLOSED_LOOP
-            if closed and isinstance(self.requester, OpenAIRequester):
-                raise LlmUsageError(_CLOSED_LOOP_FIX) from exc
+            sdk = isinstance(self.requester, OpenAIRequester)
+            misuse = loop_misuse(exc, moved=moved, forked=forked, sdk_client=sdk)
+            if misuse is not None:
+                raise misuse from exc
             raise
         finally:
             if unsent is not None:
