@@ -1,12 +1,13 @@
 """A tool's circuit breaker, as state: closed, open or half-open, and which call
 outcomes move it.
 
-Split from ``_guard`` because it is a job of its own: a state machine under a lock,
-with no loop, no store and no event, which the :class:`~agcore_tools._guard.Guard`
-of a tool's policy drives (it tells the breaker of each call's admission and end, and
-announces what changes) and which ``_policy_book`` keeps with the tool object, so every
-registry that holds the tool shares it. :func:`counts_as_failure` is the one rule of
-which errors a breaker counts.
+Split from ``_guard`` because it is a job of its own: a state machine under a lock
+(:class:`BreakerMachine`, one per tool; the public :class:`~agcore_tools.policies.Breaker`
+holds only its settings), with no loop, no store and no event, which the
+:class:`~agcore_tools._guard.Guard` of a tool's policy drives (it tells the breaker of
+each call's admission and end, and announces what changes) and which ``_policy_book``
+keeps with the tool object, so every registry that holds the tool shares it.
+:func:`counts_as_failure` is the one rule of which errors a breaker counts.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from .error import (
 )
 from .policies import Breaker
 
-__all__ = ["BreakerState", "CircuitBreaker", "counts_as_failure"]
+__all__ = ["BreakerMachine", "BreakerState", "counts_as_failure"]
 
 BreakerState = Literal["closed", "open", "half_open"]
 """Where a breaker stands: calls pass, calls are refused, or one probe call passes."""
@@ -34,8 +35,10 @@ BreakerState = Literal["closed", "open", "half_open"]
 _PAUSED_KEPT = 256  # the call ids of paused calls a breaker keeps for their resume
 
 
-class CircuitBreaker:
-    """One tool's circuit breaker: closed, open (until ``reopens``), or half-open.
+class BreakerMachine:
+    """The running state of one tool's :class:`~agcore_tools.policies.Breaker` (the
+    policy record says when to open; this is where it stands): closed, open (until
+    ``reopens``), or half-open.
 
     Half-open, one call is let through, the probe, and only its outcome decides: not a
     call that started before the breaker opened and ends meanwhile, nor an answer from
@@ -50,7 +53,7 @@ class CircuitBreaker:
     under a lock: two calls at once cannot both become the probe.
 
     Example:
-        >>> breaker = CircuitBreaker(Breaker(failures=1, window=60, cool_down=30))
+        >>> breaker = BreakerMachine(Breaker(failures=1, window=60, cool_down=30))
         >>> call = object()
         >>> breaker.admit("lookup", 0.0, call)
         >>> breaker.record(True, 1.0, call)

@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from ._aio import run_sync, with_timeout
-from ._breaker import BreakerState, CircuitBreaker, counts_as_failure
+from ._breaker import BreakerMachine, BreakerState, counts_as_failure
 from ._clock import DEADLINE, now
 from ._context import ToolContext, announce
 from ._progress import ToolBreakerChanged
@@ -92,7 +92,7 @@ class Guard:
         self.policy = policy
         self.slots = slots
         """The concurrency cap, shared with every tool of the same resource."""
-        self.breaker = CircuitBreaker(policy.breaker) if policy.breaker is not None else None
+        self.breaker = BreakerMachine(policy.breaker) if policy.breaker is not None else None
         rate = policy.rate
         # Named apart as the concurrency caps are: a tool and a resource of one name
         # are two buckets.
