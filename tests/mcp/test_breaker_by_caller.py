@@ -147,8 +147,10 @@ async def test_a_connect_the_app_cut_off_by_closing_the_client_is_its_own_doing(
 ) -> None:
     client = McpClient("fixture", silent_from(tmp_path, 1), timeout=30)
     connecting = asyncio.create_task(client.connect())
-    await wait_until(lambda: starts(tmp_path) == 1, "the server to start")  # it says nothing
-    await client.close()
+    try:
+        await wait_until(lambda: starts(tmp_path) == 1, "the server to start")  # it is mute
+    finally:
+        await client.close()  # the test's step, and its clean-up if the wait failed
     with pytest.raises(McpNotInitializedError) as info:
         await asyncio.wait_for(connecting, 10)
     assert info.value.by_caller
@@ -197,13 +199,15 @@ async def test_a_restart_the_app_cut_off_by_closing_the_client_does_not_open_the
     client = McpClient("fixture", silent_from(tmp_path, 2), timeout=30, recovery=McpRecovery())
     await client.connect()
     registry = _echo(client)
-    first = client.pid
-    assert first is not None
-    os.kill(first, signal.SIGKILL)
-    await wait_until(lambda: not client.connected, "the death to be noticed")
-    call = asyncio.create_task(registry.invoke_all([("echo", {"text": "hi"})]))
-    await wait_until(lambda: starts(tmp_path) == 2, "the restart's server to start")
-    await client.close()
+    try:
+        first = client.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        await wait_until(lambda: not client.connected, "the death to be noticed")
+        call = asyncio.create_task(registry.invoke_all([("echo", {"text": "hi"})]))
+        await wait_until(lambda: starts(tmp_path) == 2, "the restart's server to start")
+    finally:
+        await client.close()  # the test's step, and its clean-up if a wait failed
     [cut] = await asyncio.wait_for(call, 10)
     assert isinstance(cut.error, McpNotInitializedError) and cut.error.by_caller
     assert "closed while connecting" in str(cut.error)
