@@ -1,10 +1,10 @@
 """The tool a type-hinted function becomes: :class:`FunctionTool`.
 
-It validates arguments against the function's pydantic schema and calls the function,
-a sync one in a worker thread; ``_tool_result`` makes what it returns (or a generator's
-values, as partial results) the tool's JSON-compatible result. ``@tool`` (in
-``decorator``) makes one and registers it; this module knows nothing of registries
-beyond :class:`Registrar`.
+It validates arguments against the function's pydantic schema (read as ``_validation``
+says) and calls the function, a sync one in a worker thread; ``_tool_result`` makes what
+it returns (or a generator's values, as partial results) the tool's JSON-compatible
+result. ``@tool`` (in ``decorator``) makes one and registers it; this module knows
+nothing of registries beyond :class:`Registrar`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast, overload
 
-from pydantic import BaseModel, ValidationError
-from pydantic_core import to_json
+from pydantic import ValidationError
 from typing_extensions import ParamSpec
 
 from ._binding import TakesClass, TakesReceiver
@@ -38,6 +37,7 @@ from ._tool_options import (
     option_items,
 )
 from ._tool_result import PLAIN_JSON, jsonable_async
+from ._validation import takes_json, validated_arguments
 from .approval import NeedsApproval
 from .base import BaseTool, ToolContext, tool_definition
 from .error import (
@@ -559,71 +559,3 @@ def register_function(
     else:
         registry.register(built)
     return built
-
-
-def validated_arguments(model: type[BaseModel], args: dict[str, Any], as_json: bool) -> BaseModel:
-    """``args`` validated by a tool's arguments ``model``; raises its ``ValidationError``.
-
-    In pydantic's Python mode, as any call is; with ``as_json`` (see :func:`takes_json`)
-    arguments that mode refuses are read again in JSON mode when they are plain JSON
-    (dicts, lists, strings, numbers, booleans and None): a strict model or field takes
-    the model's JSON only there (a datetime, an enum, a UUID or a tuple written as JSON
-    writes it), and JSON mode's verdict is then the one raised. Arguments Python mode
-    takes, and a Python caller's objects, are never read as JSON: that could change
-    them (a union may pick another branch; a secret would be masked).
-
-    Example:
-        >>> from pydantic import ConfigDict
-        >>> class Box(BaseModel):
-        ...     model_config = ConfigDict(strict=True)
-        ...     size: tuple[int, int]
-        >>> validated_arguments(Box, {"size": [2, 3]}, takes_json(Box)).size  # a JSON array
-        (2, 3)
-    """
-    try:
-        return model.model_validate(args)
-    except ValidationError:
-        if not (as_json and _plain_json(args)):
-            raise
-    return model.model_validate_json(to_json(args))
-
-
-def _plain_json(value: Any) -> bool:
-    """Whether ``value`` is made of JSON's own types only (so reading it as JSON text
-    changes nothing).
-
-    Example:
-        >>> _plain_json({"a": [1, 2.5, None, True, "x"]}), _plain_json({"a": (1, 2)})
-        (True, False)
-    """
-    kind = type(value)
-    if kind is dict:
-        return all(type(key) is str and _plain_json(item) for key, item in value.items())
-    if kind is list:
-        return all(_plain_json(item) for item in value)
-    return kind in (str, int, float, bool) or value is None
-
-
-def takes_json(model: type[BaseModel]) -> bool:
-    """Whether ``model`` or a field in it is strict, and so takes the model's JSON
-    arguments only in JSON mode (see :func:`validated_arguments`).
-
-    Example:
-        >>> from pydantic import Field
-        >>> class Loose(BaseModel):
-        ...     n: int
-        >>> class Tight(BaseModel):
-        ...     n: int = Field(strict=True)
-        >>> takes_json(Loose), takes_json(Tight)
-        (False, True)
-    """
-    stack: list[Any] = [model.__pydantic_core_schema__]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if item.get("strict") is True:
-                return True
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False

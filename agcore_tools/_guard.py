@@ -5,7 +5,8 @@ A registry gives each entry with a policy one :class:`Guard`, and ``_execute`` a
 to admit a call (breaker, rate, concurrency, in that order), to answer it (from the
 cache, or by running the tool) and to release it. An entry without a policy has no
 guard, and its calls pay one ``is None`` test. The entry's guard is shared by every
-view of the registry, so limits hold across all the loops that share it.
+view of the registry, so limits hold across all the loops that share it. The breaker's
+state machine is ``_breaker``'s; the guard drives it and announces what it changes.
 """
 
 from __future__ import annotations
@@ -13,29 +14,19 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import threading
-from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
-from typing import Any, Literal
+from typing import Any
 
 from ._aio import run_sync, with_timeout
+from ._breaker import BreakerMachine, BreakerState, counts_as_failure
 from ._clock import DEADLINE, now
 from ._context import ToolContext, announce
 from ._progress import ToolBreakerChanged
 from ._slots import Slots
 from ._text import args_digest, in_pieces, is_large
-from .error import (
-    InvalidArgumentsError,
-    McpError,
-    McpInputRequiredError,
-    McpNotInitializedError,
-    ToolConfigError,
-    ToolError,
-    ToolUnavailableError,
-)
+from .error import ToolConfigError, ToolError, ToolUnavailableError
 from .policies import (
-    Breaker,
     CacheStore,
     MemoryCacheStore,
     MemoryRateStore,
@@ -48,9 +39,6 @@ __all__ = ["GIVE_BACK_TIMEOUT", "RESERVE_TIMEOUT", "Guard", "cache_prefix"]
 
 logger = logging.getLogger("agcore_tools.policies")
 
-BreakerState = Literal["closed", "open", "half_open"]
-
-_PAUSED_KEPT = 256  # the call ids of paused calls a breaker keeps for their resume
 
 GIVE_BACK_TIMEOUT = 0.5
 """The most seconds a shared rate store may take to give back the turn of a call that
@@ -60,146 +48,6 @@ RESERVE_TIMEOUT = 5.0
 """The most seconds a shared rate store may take to answer a call's request for its turn
 (one round trip; the wait for the turn itself is not part of it); past it, the call is
 refused unrun, as when the store is down."""
-
-
-class _BreakerState:
-    """One tool's circuit breaker: closed, open (until ``reopens``), or half-open.
-
-    Half-open, one call is let through, the probe, and only its outcome decides: not a
-    call that started before the breaker opened and ends meanwhile, nor an answer from
-    the cache. Calls are told apart by their context object (one per call). A call that
-    paused (an MCP task still running, a question to the user) decides nothing, and its
-    resume, known by its call id, is let through whatever the state: refused, the
-    task's result would be lost. A probe's resume decides as the probe would have. The
-    resume runs the same call: a call with that id but other arguments is a new one
-    (call ids are not unique across conversations).
-
-    A registry is shared by every thread and loop that uses it, so each change is made
-    under a lock: two calls at once cannot both become the probe."""
-
-    __slots__ = (
-        "_lock",
-        "config",
-        "failed_at",
-        "last_probe",
-        "paused",
-        "probe",
-        "reopens",
-        "resumed",
-        "state",
-    )
-
-    def __init__(self, config: Breaker) -> None:
-        self.config = config
-        self.state: BreakerState = "closed"
-        self.failed_at: deque[float] = deque()
-        self.reopens = 0.0
-        self.probe: object | None = None
-        """The call let through half-open, while it runs."""
-        self.last_probe: object | None = None
-        """The probe that ended without an outcome: its timeout may still be told."""
-        self.paused: OrderedDict[str, tuple[bool, bytes]] = OrderedDict()
-        """The call ids of calls that paused, the most recent last: whether each was the
-        probe, and its arguments' digest."""
-        self.resumed: list[tuple[object, bool]] = []
-        """The resumes of paused calls running now: their context, and whether it was the
-        probe that paused."""
-        self._lock = threading.Lock()
-
-    def hidden(self, moment: float) -> bool:
-        return self.state == "open" and moment < self.reopens
-
-    def admit(
-        self, name: str, moment: float, caller: object, call_id: str | None = None, args: Any = None
-    ) -> None:
-        with self._lock:
-            ticket = self.paused.get(call_id) if self.paused and call_id is not None else None
-            if ticket is not None and ticket[1] == args_digest(args):
-                del self.paused[call_id]  # type: ignore[arg-type]
-                self.resumed.append((caller, ticket[0]))
-                return
-            if self.state == "closed":
-                return
-            if self.state == "open":
-                left = self.reopens - moment
-                if left > 0:
-                    config = self.config
-                    raise ToolUnavailableError(
-                        name,
-                        f"its circuit breaker opened after {config.failures} failure(s) "
-                        f"within {config.window:g} s",
-                        retry_after=left,
-                    )
-                self.state = "half_open"
-            if self.probe is not None:
-                raise ToolUnavailableError(
-                    name, "its circuit breaker is letting one probe call through, which is running"
-                )
-            self.probe, self.last_probe = caller, None
-
-    def record(
-        self,
-        failed: bool | None,
-        moment: float,
-        caller: object,
-        *,
-        paused: tuple[str, bytes] | None = None,
-    ) -> BreakerState | None:
-        """Note the end of ``caller``'s call (``failed`` None: it did not run to an
-        end; ``paused``: the call id and arguments' digest of a call that paused); the
-        new state, if changed."""
-        with self._lock:
-            return self._record(failed, moment, caller, paused)
-
-    def _record(
-        self, failed: bool | None, moment: float, caller: object, paused: tuple[str, bytes] | None
-    ) -> BreakerState | None:
-        was_probe = caller is self.probe
-        resumed = next((i for i, (c, _) in enumerate(self.resumed) if c is caller), None)
-        if resumed is not None:
-            was_probe = self.resumed.pop(resumed)[1]
-        elif was_probe:
-            self.probe = None
-        if paused is not None and failed is None:
-            self.paused[paused[0]] = (was_probe, paused[1])
-            while len(self.paused) > _PAUSED_KEPT:
-                self.paused.popitem(last=False)
-            return None
-        if resumed is not None:
-            if not was_probe or self.state != "half_open":
-                return self._count(failed, moment) if failed and self.state == "closed" else None
-            if failed is None:
-                self.last_probe = caller
-                return None
-            self.probe = None  # a probe running meanwhile is one of a phase now over
-        elif was_probe:
-            if failed is None:
-                self.last_probe = caller
-                return None
-        elif failed is None:
-            return None
-        elif caller is not self.last_probe or self.state != "half_open":
-            return self._count(failed, moment) if self.state == "closed" else None
-        self.last_probe = None
-        self.state = "open" if failed else "closed"
-        self.failed_at.clear()
-        self.reopens = moment + self.config.cool_down
-        return self.state
-
-    def _count(self, failed: bool, moment: float) -> BreakerState | None:
-        if not failed:
-            return None
-        config = self.config
-        failed_at = self.failed_at
-        failed_at.append(moment)
-        while failed_at and failed_at[0] <= moment - config.window:
-            failed_at.popleft()
-        if len(failed_at) >= config.failures:
-            self.state = "open"
-            self.reopens = moment + config.cool_down
-            failed_at.clear()
-            return "open"
-        return None
 
 
 class Guard:
@@ -244,7 +92,7 @@ class Guard:
         self.policy = policy
         self.slots = slots
         """The concurrency cap, shared with every tool of the same resource."""
-        self.breaker = _BreakerState(policy.breaker) if policy.breaker is not None else None
+        self.breaker = BreakerMachine(policy.breaker) if policy.breaker is not None else None
         rate = policy.rate
         # Named apart as the concurrency caps are: a tool and a resource of one name
         # are two buckets.
@@ -506,7 +354,7 @@ class Guard:
         if ended:
             if error is None:
                 failed = False
-            elif _counts_as_failure(error):
+            elif counts_as_failure(error):
                 failed = True
             # Else bad arguments or a refusal: no outcome. A half-open breaker's probe
             # refused so closed it, as if the tool worked again.
@@ -586,21 +434,3 @@ def _described(exc: BaseException) -> str:
     # A library error's text is its own (a RedisStore's has no password); another
     # store's exception might quote a cached value or an argument: its class only.
     return str(exc) if isinstance(exc, ToolError) else type(exc).__name__
-
-
-def _counts_as_failure(error: BaseException) -> bool:
-    # The model's bad arguments and the policies' own refusals say nothing about
-    # whether the tool works.
-    if isinstance(error, (InvalidArgumentsError, ToolUnavailableError)):
-        return False
-    if isinstance(error, McpInputRequiredError):
-        return False  # its task waits for the user's answer: it has not failed
-    if isinstance(error, McpNotInitializedError) and error.by_caller:
-        return False  # the app's mistake (a call before connect()): the server is fine
-    if isinstance(error, McpError) and not error.is_recoverable():
-        # Its server failed: down, restarts spent, or it would not start. The call was
-        # never sent, yet it is the failure a breaker is for: a dead server's tools
-        # stayed offered, each call failing at once. A refusal the server answered (the
-        # model's arguments, a 429) is recoverable, and does not count.
-        return True
-    return not (isinstance(error, ToolError) and error.may_have_run is False)

@@ -27,8 +27,9 @@ import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 
+from ._breaker import BreakerMachine
 from ._function_tool import FunctionTool
-from ._guard import Guard, _BreakerState, cache_prefix
+from ._guard import Guard, cache_prefix
 from ._records import ToolEntry
 from ._slots import Slots
 from .base import BaseTool
@@ -61,7 +62,7 @@ class OwnState:
         """The store of the tool's rate bucket (its resource's, when it names one)."""
         self.cache_scope: str | None = None
         """The prefix of the tool's keys in :func:`default_cache_store`."""
-        self.breaker: _BreakerState | None = None
+        self.breaker: BreakerMachine | None = None
         """The tool's circuit breaker."""
 
     def take_slots(self, key: str, limit: int, given: Slots | None) -> Slots:
@@ -92,7 +93,7 @@ class OwnState:
                 self.cache_scope = _new_scope("tool")
             return self.cache_scope
 
-    def take_breaker(self, made: _BreakerState) -> _BreakerState:
+    def take_breaker(self, made: BreakerMachine) -> BreakerMachine:
         """The breaker kept, if its settings are ``made``'s, else ``made`` from now on."""
         with _OWN_LOCK:
             kept = self.breaker

@@ -27,10 +27,11 @@ from ..error import McpNotInitializedError, McpTimeoutError, ToolError
 from . import _handshake, _sdklog
 from ._callbacks import HANDLER_KEYWORDS, call_user, live_handlers, window
 from ._elicitation import LiveQuestions
-from ._exchange import EXCHANGE, HttpExchange
+from ._exchange import EXCHANGE
 from ._feeds import UpdateFeeds
 from ._log_restore import needs_restore, restore_log_level
-from ._protocol import LOG_LEVELS, is_modern, round_trip
+from ._ping import PROBE_TIMEOUT, AliveCheck, ping
+from ._protocol import LOG_LEVELS, is_modern
 from ._relisten import describe, listen_tools_changed
 from ._serverlog import ServerLog
 from ._startup import Startup, import_sdk
@@ -76,9 +77,6 @@ child is reaped), in either order. Waiting for it makes the recorded reason say 
 really happened ("was killed by signal 9") instead of depending on which came first.
 A child that closed stdout yet lives on costs this wait once, before it is declared lost.
 """
-
-_PROBE_TIMEOUT = 5.0
-"""The longest wait for the answer to a ping sent to check a server after a stream failed."""
 
 _GENERIC_END = "the server closed the connection"
 
@@ -174,9 +172,7 @@ class Connection:
         self._stop = asyncio.Event()
         self._scope: anyio.CancelScope | None = None
         self._task: asyncio.Task[None] | None = None
-        self._probe_lock = asyncio.Lock()
-        self._probed_at = -math.inf
-        self._probe_result: str | None = None
+        self._alive = AliveCheck()
         self._given_up = False
         self.closed_by_app = False  # by McpClient.close(): a call it cuts off is no fault
         self.stream = NotificationStream(  # where the server's notifications come
@@ -313,42 +309,17 @@ class Connection:
     async def check_alive(self, failed_at: float) -> str | None:
         """After a request failed at ``failed_at`` without an answer: None if the server
         still answers, else why it is gone. Concurrent failures share one ping."""
-        async with self._probe_lock:
-            if self._probed_at < failed_at:
-                self._probe_result = await self.probe(min(self.settings.timeout, _PROBE_TIMEOUT))
-                self._probed_at = time.monotonic()
-            return self._probe_result
+        return await self._alive.after(
+            failed_at, lambda: self.probe(min(self.settings.timeout, PROBE_TIMEOUT))
+        )
 
     async def probe(self, seconds: float) -> str | None:
         """Ping the server (``server/discover`` on 2026-07-28, which has no ping): None
-        if it answers anything, else why not."""
-        import anyio
-        from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED
-
+        if it answers anything, else why not (see :func:`ping`)."""
         client = self.client
         if client is None or self.state is not State.READY:
             return self.lost_reason or "the connection is closed"
-        exchange = HttpExchange()
-        token = EXCHANGE.set(exchange)
-        try:
-            with anyio.fail_after(seconds):
-                await round_trip(client)
-        except TimeoutError:
-            return f"the server did not answer a ping within {seconds:g} s"
-        except MCPError as exc:
-            if exchange.session_gone:
-                return f"the server no longer knows the session ({exchange.describe()})"
-            if exchange.pool_full:
-                return None  # every connection of the client was busy: the server may be fine
-            if exchange.network_error is not None:
-                return f"the server cannot be reached ({exchange.network_error})"
-            if exc.code == CONNECTION_CLOSED:
-                return self.lost_reason or exc.message
-            # Any other JSON-RPC answer, even an error, comes from a live server.
-        finally:
-            EXCHANGE.reset(token)
-        return None
+        return await ping(client, seconds, lambda: self.lost_reason)
 
     async def exit_description(self, wait: float = _EXIT_WAIT) -> str:
         """Why the connection ended, waiting (bounded) for a stdio child's exit status."""
@@ -362,8 +333,8 @@ class Connection:
             await wait_exited(child.process, wait)
         if child is not None and child.returncode is not None:
             if self.state is State.LOST:
-                self.lost_reason = _exit_text(child)
-            return _exit_text(child)
+                self.lost_reason = child.exit_text()
+            return child.exit_text()
         if child is not None and child.reader is not None and child.reader.eof:
             return self.lost_reason or "closed its stdout but kept running"
         return self.lost_reason or _GENERIC_END
@@ -405,7 +376,7 @@ class Connection:
         finally:
             if self.state is State.LOST and self.child is not None and not self._given_up:
                 if self.child.returncode is not None:
-                    self.lost_reason = _exit_text(self.child)
+                    self.lost_reason = self.child.exit_text()
             elif self.state is not State.LOST:
                 self.state = State.CLOSED
             self.updates.end(self.lost_reason if self.state is State.LOST else None)
@@ -604,7 +575,3 @@ def _task_extensions(settings: ClientSettings, hide: Callable[[str], str]) -> li
 def _wants_listen(client: Client) -> bool:
     tools = client.server_capabilities.tools
     return is_modern(client) and tools is not None and bool(tools.list_changed)
-
-
-def _exit_text(child: ChildProcess) -> str:
-    return child.exit_text()

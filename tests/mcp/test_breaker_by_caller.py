@@ -1,10 +1,17 @@
 """A call of an MCP tool the app made without a connection (before connect(), after
-close()) is its own mistake, which no breaker counts; a server that is down still is."""
+close()) is its own mistake, which no breaker counts; a server that is down still is.
+So is a call, or a connect, that the app's close() cut off."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
 import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -13,13 +20,14 @@ from agcore_tools import (
     McpClient,
     McpError,
     McpNotInitializedError,
+    McpRecovery,
     StdioTransport,
     ToolPolicy,
     ToolRegistry,
 )
 from agcore_tools.mcp import McpTool, McpToolInfo
 
-from .conftest import FIXTURE, assert_no_stray_tasks
+from .conftest import FIXTURE, ROOT, SERVERS, assert_no_stray_tasks
 
 POLICY = ToolPolicy(breaker=Breaker(failures=1, window=60.0, cool_down=60.0))
 
@@ -108,3 +116,100 @@ async def test_a_call_the_app_cut_off_by_closing_the_client_does_not_open_the_br
     assert "the client was closed" in str(cut.error)
     assert registry.unavailable_tools() == []  # it opened here before
     await assert_no_stray_tasks()  # the handler cut off with its call
+
+
+# -- a connect the app's close() cut off ("closed while connecting") ---------------------
+
+
+def silent_from(tmp_path: Path, start: int) -> StdioTransport:
+    """The fixture server behind ``initialize_gate.py``, which from its ``start``-th
+    start on answers nothing (``initialize`` included): a handshake that never ends."""
+    env = {"GATE_STARTS": str(tmp_path / "starts"), "GATE_SILENT_FROM": str(start)}
+    return StdioTransport(
+        sys.executable, [str(SERVERS / "initialize_gate.py")], env=env, stop_grace=0.5
+    )
+
+
+async def wait_until(condition: Callable[[], bool], what: str, seconds: float = 15) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+def starts(tmp_path: Path) -> int:
+    path = tmp_path / "starts"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+async def test_a_connect_the_app_cut_off_by_closing_the_client_is_its_own_doing(
+    tmp_path: Path,
+) -> None:
+    client = McpClient("fixture", silent_from(tmp_path, 1), timeout=30)
+    connecting = asyncio.create_task(client.connect())
+    try:
+        await wait_until(lambda: starts(tmp_path) == 1, "the server to start")  # it is mute
+    finally:
+        await client.close()  # the test's step, and its clean-up if the wait failed
+    with pytest.raises(McpNotInitializedError) as info:
+        await asyncio.wait_for(connecting, 10)
+    assert info.value.by_caller
+    assert "closed while connecting" in str(info.value)
+    await assert_no_stray_tasks()
+
+
+CLOSED_BEFORE_ITS_OWNER_RAN = """
+import asyncio, sys
+from agcore_tools import McpClient, McpNotInitializedError, StdioTransport
+
+async def main():
+    client = McpClient("fixture", StdioTransport(sys.executable, [sys.argv[1]]))
+    connecting = asyncio.create_task(client.connect())
+    await asyncio.sleep(0)  # one turn: connect() waits for the SDK's import, in a thread
+    await client.close()
+    try:
+        await asyncio.wait_for(connecting, 30)
+    except McpNotInitializedError as exc:
+        print(exc.by_caller, exc)
+
+asyncio.run(main())
+"""
+
+
+def test_a_first_connect_the_app_closed_before_its_server_started_is_its_own_doing() -> None:
+    # The first connect() of a process imports the MCP SDK in a worker thread: a close()
+    # then stops the connection before its owner task runs, and the owner ends with no
+    # start-up error of its own. A process of its own: this one has imported the SDK.
+    done = subprocess.run(
+        [sys.executable, "-c", CLOSED_BEFORE_ITS_OWNER_RAN, str(FIXTURE)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.stdout == "True MCP server 'fixture': closed while connecting\n", done.stderr
+
+
+async def test_a_restart_the_app_cut_off_by_closing_the_client_does_not_open_the_breaker(
+    tmp_path: Path,
+) -> None:
+    # The call starts the lost server again (its recovery), whose handshake never ends;
+    # the app closes the client meanwhile. The call's error is the app's doing.
+    client = McpClient("fixture", silent_from(tmp_path, 2), timeout=30, recovery=McpRecovery())
+    await client.connect()
+    registry = _echo(client)
+    try:
+        first = client.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        await wait_until(lambda: not client.connected, "the death to be noticed")
+        call = asyncio.create_task(registry.invoke_all([("echo", {"text": "hi"})]))
+        await wait_until(lambda: starts(tmp_path) == 2, "the restart's server to start")
+    finally:
+        await client.close()  # the test's step, and its clean-up if a wait failed
+    [cut] = await asyncio.wait_for(call, 10)
+    assert isinstance(cut.error, McpNotInitializedError) and cut.error.by_caller
+    assert "closed while connecting" in str(cut.error)
+    assert registry.unavailable_tools() == []  # it opened here before
+    await assert_no_stray_tasks()
