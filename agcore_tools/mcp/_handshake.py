@@ -456,15 +456,21 @@ def older_shape(client: Client | None, exc: BaseException) -> str | None:
 
     Example:
         >>> from types import SimpleNamespace
-        >>> from mcp_types import ListToolsResult
+        >>> from mcp_types.methods import validate_server_result
         >>> modern = SimpleNamespace(protocol_version="2026-07-28")
-        >>> try:
-        ...     ListToolsResult.model_validate({"tools": []})
-        ... except ValidationError as exc:
-        ...     print(older_shape(modern, exc))
+        >>> def refusal(method, answer):
+        ...     try:
+        ...         validate_server_result(method, "2026-07-28", answer)
+        ...     except ValidationError as exc:
+        ...         return exc
+        >>> print(older_shape(modern, refusal("tools/list", {"tools": []})))
         its answer lacks cacheScope, resultType and ttlMs, which 2026-07-28 requires
+        >>> print(older_shape(modern, refusal("prompts/list", {"prompts": []})))
+        None
     """
     if client is None or not isinstance(exc, ValidationError) or not is_modern(client):
+        return None
+    if exc.title != "ListToolsResult":  # another answer: the WARNING names tools/list
         return None
     missing = set()
     for error in exc.errors():
