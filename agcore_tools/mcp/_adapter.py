@@ -31,7 +31,7 @@ from ..schema._jsonschema import resolve_ref
 from ..schema._validate import check_with, larger_than, schema_check
 from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, new_nonce, responses
 from ._progress import CALL_KEY, CALLER
-from ._results import READ_BY_MODEL
+from ._results import CONTENT_FOR_MODEL, READ_BY_MODEL
 from ._task_call import TaskCaller, paused_on, run_task
 from .models import McpToolInfo
 from .policy import PermissionPolicy
@@ -236,8 +236,9 @@ class McpTool(BaseTool):
             self.description = with_original_name(info.description, info.name)
         self.parameters = wire_parameters(client.server_name, info)
         # A call returns the structuredContent this describes (see _results.py), or the
-        # plain value it wraps, which code mode wraps again for a program.
-        schema = info.output_schema
+        # plain value it wraps, which code mode wraps again for a program. A tool that
+        # renders an app returns its text: the structuredContent is the app's.
+        schema = None if info.renders_app else info.output_schema
         self.output_schema = dict(schema) if isinstance(schema, Mapping) and schema else None
         self.required_permissions = tuple(permissions)
         self.tags = ("mcp",)
@@ -325,7 +326,9 @@ class McpTool(BaseTool):
         FastMCP or the MCP Python SDK sends wrapped, as ``structuredContent`` ``{"result":
         v}`` beside a text saying the same, is ``v``, so the model reads a note as its
         text rather than as escaped JSON (a code-mode program still gets the
-        ``{"result": v}`` its listing promises).
+        ``{"result": v}`` its listing promises). A tool that renders an app
+        (:attr:`McpToolInfo.renders_app`) returns its text, not its ``structuredContent``,
+        which is its app's data (MCP Apps keeps it out of the model's context).
 
         Errors name the tool as the model sees it (``server__tool`` with a prefix), not
         as the server does. In the loop, a question from the server that no
@@ -351,6 +354,7 @@ class McpTool(BaseTool):
         # A plain value FastMCP wrapped as {"result": v} comes back as v (see _results).
         unwraps = wraps_plain_value(self.output_schema) and UNWRAPS.get()
         unwrapping = READ_BY_MODEL.set(True) if unwraps else None
+        app_data = CONTENT_FOR_MODEL.set(True) if self.info.renders_app else None
         try:
             if call_id and resume is not None and resume["state"].get("live"):
                 value = await self._answer_live(resume["state"], resume["answers"])
@@ -385,6 +389,8 @@ class McpTool(BaseTool):
                 CALL_KEY.reset(keyed)
             if unwrapping is not None:
                 READ_BY_MODEL.reset(unwrapping)
+            if app_data is not None:
+                CONTENT_FOR_MODEL.reset(app_data)
         if call_id and isinstance(value, ServerQuestion):
             nonce = new_nonce()
             if isinstance(value, LiveQuestion):

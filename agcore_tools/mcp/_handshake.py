@@ -443,6 +443,48 @@ def wants_initialize(client: Client | None, exc: BaseException) -> str | None:
     return f"{exc.message} (code {exc.code})"
 
 
+_LATER_FIELDS = ("cacheScope", "resultType", "ttlMs")
+"""The fields 2026-07-28 adds to a list's result, which a 2025 answer lacks."""
+
+
+def older_shape(client: Client | None, exc: BaseException) -> str | None:
+    """What is missing, when ``exc`` is the SDK's refusal of a ``tools/list`` answer on a
+    2026-07-28 session of ``client`` that lacks only the fields that revision adds
+    (``resultType``, ``ttlMs``, ``cacheScope``): a server that agreed on 2026-07-28 and
+    answers in the 2025 shape (``@mcp-z/server`` 2.2.3). Else None. Only for a list,
+    which may be asked again: a ``tools/call`` so answered has run.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> from mcp_types.methods import validate_server_result
+        >>> modern = SimpleNamespace(protocol_version="2026-07-28")
+        >>> def refusal(method, answer):
+        ...     try:
+        ...         validate_server_result(method, "2026-07-28", answer)
+        ...     except ValidationError as exc:
+        ...         return exc
+        >>> print(older_shape(modern, refusal("tools/list", {"tools": []})))
+        its answer lacks cacheScope, resultType and ttlMs, which 2026-07-28 requires
+        >>> print(older_shape(modern, refusal("prompts/list", {"prompts": []})))
+        None
+    """
+    if client is None or not isinstance(exc, ValidationError) or not is_modern(client):
+        return None
+    if exc.title != "ListToolsResult":  # another answer: the WARNING names tools/list
+        return None
+    missing = set()
+    for error in exc.errors():
+        place = error.get("loc", ())
+        if error.get("type") != "missing" or len(place) != 1 or place[0] not in _LATER_FIELDS:
+            return None
+        missing.add(str(place[0]))
+    if not missing:
+        return None
+    *most, last = sorted(missing)
+    named = f"{', '.join(most)} and {last}" if most else last
+    return f"its answer lacks {named}, which 2026-07-28 requires"
+
+
 def warn_initialize(
     server_name: str,
     transport: StdioTransport | StreamableHttpTransport,

@@ -14,7 +14,9 @@
   that FastMCP or the MCP Python SDK wrapped as ``{"result": v}`` is ``v`` when the
   text parts say the same (a list's also when they say its items, one part each, as
   the MCP Python SDK sends a list): a note reads as its text, not as one line of JSON
-  with every newline and quote escaped.
+  with every newline and quote escaped. For a tool that renders an app
+  (:data:`CONTENT_FOR_MODEL`), the object is the app's, and the parts below are the
+  value (the object when there are none, or only blank text).
 * Only text parts, none with annotations: the text, several parts joined with newlines
   ("" when empty).
 * Any other part, or a text part with ``annotations`` (``audience``, ``priority``,
@@ -47,7 +49,7 @@ from ._error_text import quoted
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
 
-__all__ = ["READ_BY_MODEL", "blob_content", "model_reads", "result_value"]
+__all__ = ["CONTENT_FOR_MODEL", "READ_BY_MODEL", "blob_content", "model_reads", "result_value"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
@@ -56,6 +58,14 @@ READ_BY_MODEL: ContextVar[bool] = ContextVar("agcore_mcp_read_by_model", default
 (:func:`~agcore_tools._returns.wraps_plain_value`) makes a call: its value is what the
 model reads. :meth:`McpClient.call_tool` itself returns the ``structuredContent`` as
 documented, and a code-mode program gets ``{"result": v}`` back (``_code_mode``)."""
+
+
+CONTENT_FOR_MODEL: ContextVar[bool] = ContextVar("agcore_mcp_content_for_model", default=False)
+"""True while an adapter of a tool that renders an app (MCP Apps
+:attr:`~agcore_tools.McpToolInfo.renders_app`) makes a call: its ``structuredContent``
+is the app's data, kept out of the model's context, and the content parts are the
+value (the object when they are none or blank text). :meth:`McpClient.call_tool`
+itself, the app's path, returns the ``structuredContent`` as documented."""
 
 
 def result_value(
@@ -71,7 +81,9 @@ def result_value(
         if text is None or not text.strip():
             text = json.dumps(_typed(content) or result.structured_content, default=str)
         raise ToolExecutionError(tool_name, quoted(text, str if hide is None else hide))
-    if result.structured_content is not None:
+    if result.structured_content is not None and not (
+        CONTENT_FOR_MODEL.get() and _says_something(content)
+    ):
         parts = [part for part in content if _binary(part) is not None]
         if not parts:
             if READ_BY_MODEL.get():
@@ -82,6 +94,12 @@ def result_value(
         return [_without_copies(result.structured_content, labels), *media]
     text = _text_only(content)
     return text if text is not None else [_value(part, tool_name) for part in content]
+
+
+def _says_something(content: list[Any]) -> bool:
+    """Whether the parts hold more than blank text: an app's tool that sends its page's
+    data with an empty text part leaves the model the data, not an empty answer."""
+    return any(_kind(part) != "text" or part.text.strip() for part in content)
 
 
 def _unwrapped(structured: dict[str, Any], content: list[Any]) -> Any:

@@ -196,6 +196,8 @@ class Session:
         if not isinstance(exc, ToolError) or exc.__cause__ is None:
             return None
         said = _handshake.wants_initialize(conn.client, exc.__cause__)
+        if said is None:  # its tools listed in the 2025 shape: it takes the handshake
+            said = _handshake.older_shape(conn.client, exc.__cause__)
         return None if said is None else quoted(said, conn.secrets.mask)
 
     def _to_handshake(self, conn: Connection, action: str, said: str) -> None:

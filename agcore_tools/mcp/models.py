@@ -88,6 +88,26 @@ class McpToolInfo:
             seen = self.meta.get("ui/visibility")
         return isinstance(seen, (list, tuple)) and bool(seen) and "model" not in seen
 
+    @property
+    def renders_app(self) -> bool:
+        """Whether the tool has an app the host renders: its MCP Apps ``ui://`` page
+        (``_meta.ui.resourceUri``, or the older flat ``_meta["ui/resourceUri"]``). Such
+        a tool's ``structuredContent`` is its app's data, which MCP Apps keeps out of the
+        model's context, and its text is what the model is to read: the adapters of
+        :meth:`McpClient.into_tools` give the model (and a code-mode program) the text.
+
+        Example:
+            >>> McpToolInfo("display_pdf", meta={"ui": {"resourceUri": "ui://pdf/app.html"}}).renders_app
+            True
+            >>> McpToolInfo("list_pdfs").renders_app
+            False
+        """
+        ui = self.meta.get("ui")
+        page = ui.get("resourceUri") if isinstance(ui, Mapping) else None
+        if page is None:
+            page = self.meta.get("ui/resourceUri")
+        return isinstance(page, str) and bool(page)
+
 
 @dataclass(frozen=True, slots=True)
 class McpLogMessage:

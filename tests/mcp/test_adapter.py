@@ -231,15 +231,42 @@ async def test_an_mcp_apps_servers_app_only_tools_stay_out_of_what_the_model_see
         registry = ToolRegistry()
         registry.register_all(client.into_tools(prefix=True))
         offered = [d["function"]["name"] for d in registry.definitions()]
-        assert offered == ["viewer__show", "viewer__zoom", "viewer__echo"]
+        assert offered == ["viewer__show", "viewer__zoom", "viewer__open_document", "viewer__echo"]
         assert [d["function"]["name"] for d in await client.definitions()] == [
             "show",
             "zoom",
+            "open_document",
             "echo",
         ]
         # The app's own calls (the page's, through the host) still reach them.
         await client.call_tool("save", {"name": "a.pdf", "text": "new"})
         assert saved.read_text() == "a.pdf: new"
+
+
+async def test_an_mcp_apps_tool_gives_the_model_its_text_and_its_app_the_structured_content(
+    tmp_path: Path,
+) -> None:
+    # server-pdf's display_pdf: the text tells the model what to do next (the view's id,
+    # "do not open it again"); the structuredContent is the viewer's data, which MCP Apps
+    # keeps out of the model's context. Before, the model read the viewer's data alone.
+    script = str(SERVERS / "apps_server.py")
+    transport = StdioTransport(sys.executable, [script], env={"SAVED_TO": str(tmp_path / "s")})
+    async with McpClient("viewer", transport, timeout=15) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(prefix=True))
+        said = "Opened a.pdf in view v-1; do not open it again."
+        invocation = await registry.invoke("viewer__open_document", {"url": "a.pdf"})
+        assert invocation.output == said
+        call = {"name": "viewer__open_document", "arguments": '{"url": "a.pdf"}'}
+        [answer] = await registry.run_tool_calls([{"id": "c1", "function": call}])
+        assert answer["content"] == said
+        # A program gets what the model reads: the listing promises no object it lacks.
+        assert registry.get("viewer__open_document").output_schema is None
+        # The app's own path (call_tool) still gets the viewer's data.
+        opened = await client.call_tool("open_document", {"url": "a.pdf"})
+        assert opened == {"viewUUID": "v-1", "url": "a.pdf"}
+        # A plain tool with an app, wrapped as {"result": v}, still reads as v.
+        assert (await registry.invoke("viewer__show", {"name": "b"})).output == "showing b"
 
 
 async def test_every_tool_of_a_server_is_callable_when_names_collide_once_made_valid() -> None:

@@ -702,6 +702,25 @@ def initialize_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
+async def test_a_server_that_lists_its_tools_in_the_2025_shape_on_2026_is_connected_with_the_handshake(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # @mcp-z/server 2.2.3 (@mcp-z/mcp-pdf): server/discover answered with 2026-07-28, then
+    # tools/list without resultType, ttlMs and cacheScope, which the SDK refuses, so
+    # connect() failed ("tools/list got an invalid answer: cacheScope: Field required
+    # (and 2 more errors)"), though protocol="legacy" made it work.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    script = str(SERVERS / "older_shape_lists.py")
+    transport = StdioTransport(sys.executable, [script], stop_grace=0.5)
+    async with McpClient("pdf", transport, timeout=20) as client:
+        assert client.protocol_version == "2025-11-25"
+        assert "echo" in [tool.name for tool in client.into_tools()]
+        assert await client.call_tool("echo", {"text": "one"}) == "one"
+    [warning] = initialize_warnings(caplog)
+    assert "then refused tools/list: its answer lacks cacheScope, resultType and ttlMs" in warning
+    assert 'protocol="legacy"' in warning
+
+
 async def test_a_server_that_wants_initialize_after_the_probe_is_connected_again_with_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

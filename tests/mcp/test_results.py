@@ -26,7 +26,7 @@ from agcore_tools import (
     ToolExecutionError,
     ToolRegistry,
 )
-from agcore_tools.mcp._results import READ_BY_MODEL, result_value
+from agcore_tools.mcp._results import CONTENT_FOR_MODEL, READ_BY_MODEL, result_value
 
 
 def _text(text: str) -> types.TextContent:
@@ -292,6 +292,25 @@ def test_a_wrapped_plain_value_is_unwrapped_for_the_model_when_its_text_says_the
     finally:
         READ_BY_MODEL.reset(token)
     assert result_value(result, "t") == {"result": value}  # call_tool(): as documented
+
+
+def test_an_app_tools_value_is_its_parts_or_its_object_when_they_say_nothing() -> None:
+    # An MCP Apps tool (CONTENT_FOR_MODEL): its text and other parts are the model's,
+    # its structuredContent the page's. A blank text part, as some servers send beside
+    # the page's data, said nothing: the model read "" where it could read the data.
+    image = types.ImageContent(type="image", data="R0lGODlhAQABAAAAACw=", mime_type="image/gif")
+    data = {"viewUUID": "v-1"}
+    token = CONTENT_FOR_MODEL.set(True)
+    try:
+        for blank in ([], [_text("")], [_text(" \n"), _text("")]):
+            result = types.CallToolResult(content=blank, structured_content=data)
+            assert result_value(result, "t") == data
+        said = types.CallToolResult(content=[_text("opened v-1")], structured_content=data)
+        assert result_value(said, "t") == "opened v-1"
+        shown = types.CallToolResult(content=[_text(""), image], structured_content=data)
+        assert result_value(shown, "t") == ["", Image.from_base64(image.data, "image/gif")]
+    finally:
+        CONTENT_FOR_MODEL.reset(token)
 
 
 def test_a_wrapped_value_with_other_keys_or_parts_is_not_unwrapped() -> None:
