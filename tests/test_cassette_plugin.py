@@ -102,8 +102,7 @@ def test_the_plugin_loaded_with_p_runs_beside_pytest_recording(tmp_path: Path) -
     assert "1 passed" in out and "REPLAYING" in out, out
 
 
-PARAMETRIZED = """
-import pytest
+ASK = """
 from agcore_tools import CycleConfig, LlmCycle
 from agcore_tools.testing import ScriptedChatServer
 
@@ -114,6 +113,13 @@ async def ask(cassette, prompt):
     with ScriptedChatServer([ScriptedChatServer.reply_text(f"re: {prompt}")]) as server:
         async with cassette.client(base_url=server.base_url, api_key="k") as client:
             return (await LlmCycle(CycleConfig("m"), client=client).submit(prompt)).text
+"""
+
+
+PARAMETRIZED = (
+    ASK
+    + """
+import pytest
 
 @pytest.mark.parametrize("prompt", ["What is 2+2?", "What is 2*2?", "What is 2-2?"])
 async def test_math(cassette, prompt):
@@ -123,6 +129,7 @@ async def test_math(cassette, prompt):
 async def test_city(cassette, city):
     assert await ask(cassette, city) == f"re: {city}"
 """
+)
 
 
 def test_parametrized_tests_whose_ids_differ_in_punctuation_get_their_own_cassettes(
@@ -304,20 +311,6 @@ def test_a_cassette_whose_file_name_fits_is_saved_though_its_name_is_long(
     assert path.is_file()
     assert Cassette(path, "none").interactions == []
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary file left
-
-
-ASK = """
-from agcore_tools import CycleConfig, LlmCycle
-from agcore_tools.testing import ScriptedChatServer
-
-async def ask(cassette, prompt):
-    if not cassette.recording:
-        async with cassette.client() as client:
-            return (await LlmCycle(CycleConfig("m"), client=client).submit(prompt)).text
-    with ScriptedChatServer([ScriptedChatServer.reply_text(f"re: {prompt}")]) as server:
-        async with cassette.client(base_url=server.base_url, api_key="k") as client:
-            return (await LlmCycle(CycleConfig("m"), client=client).submit(prompt)).text
-"""
 
 
 def test_tests_in_two_folders_sharing_one_cassette_dir_are_refused(tmp_path: Path) -> None:
