@@ -317,6 +317,10 @@ class ResponsesTurnBuilder:
                 for c in calls
             ]
         message["response"] = {"id": _field(response, "id"), "output": output}
+        conversation = _field(_field(response, "conversation"), "id")
+        if isinstance(conversation, str):
+            # Which conversation holds this response's items (see ResponsesWire.params).
+            message["response"]["conversation"] = conversation
         if server_ids:
             # A chained request answers the calls of the response the server stored,
             # which knows them by its own ids (see ResponsesWire.params).

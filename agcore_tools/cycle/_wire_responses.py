@@ -84,9 +84,17 @@ class ResponsesWire:
         params["model"] = config.model
         # A conversation (conversation="conv_...") holds every earlier request's items
         # and prepends them to the next: the whole history again is each item twice,
-        # which OpenAI refuses ("Duplicate item found with id ...").
-        follows = self.chain or (bool(params.get("conversation")) and CONVERSATION_TAIL.get())
-        last = _last_response(messages) if follows else None
+        # which OpenAI refuses ("Duplicate item found with id ..."). It holds only what
+        # went through it, so only a response it names marks where its items end: a
+        # history made without it (a stateless cycle's, another conversation's) goes
+        # whole, or its turns would be lost without a word.
+        conversation = _conversation_id(params.get("conversation"))
+        if self.chain:
+            last = _last_response(messages)
+        elif conversation is not None and CONVERSATION_TAIL.get():
+            last = _last_response(messages, conversation)
+        else:
+            last = None
         if last is not None:
             index, response_id = last
             if self.chain:
@@ -170,14 +178,27 @@ class ResponsesWire:
         return build(turn_tag, repair=repair)
 
 
-def _last_response(messages: Sequence[Message]) -> tuple[int, str] | None:
+def _last_response(
+    messages: Sequence[Message], conversation: str | None = None
+) -> tuple[int, str] | None:
+    """The index and id of the last response in ``messages`` (with ``conversation``,
+    the last one that conversation holds)."""
     for index in range(len(messages) - 1, -1, -1):
         response = messages[index].get("response")
         if messages[index].get("role") == "assistant" and isinstance(response, Mapping):
             response_id = response.get("id")
-            if isinstance(response_id, str) and response_id:
+            held = conversation is None or response.get("conversation") == conversation
+            if isinstance(response_id, str) and response_id and held:
                 return index, response_id
     return None
+
+
+def _conversation_id(option: Any) -> str | None:
+    """The id a ``conversation`` request option names (``"conv_..."`` or
+    ``{"id": "conv_..."}``), or None."""
+    if isinstance(option, Mapping):
+        option = option.get("id")
+    return option if isinstance(option, str) and option else None
 
 
 def _with_server_ids(turn: Message, following: Sequence[Message]) -> list[Message]:

@@ -152,7 +152,11 @@ def responses_json(
     completion_details = given.get("completion_tokens_details") or {}
     finish = reply.finish_reason
     incomplete = {"length": "max_output_tokens", "content_filter": "content_filter"}
-    return {
+    # As the API does: a response made in a conversation names it.
+    conversation = request.get("conversation")
+    if isinstance(conversation, Mapping):
+        conversation = conversation.get("id")
+    body: dict[str, Any] = {
         "id": f"resp_scripted_{n}",
         "object": "response",
         "created_at": CREATED,
@@ -170,6 +174,9 @@ def responses_json(
             },
         },
     }
+    if isinstance(conversation, str):
+        body["conversation"] = {"id": conversation}
+    return body
 
 
 def responses_events(server: Settings, response: dict[str, Any]) -> list[str]:

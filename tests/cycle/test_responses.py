@@ -575,6 +575,35 @@ async def test_a_conversation_resumed_after_approval_in_a_new_cycle_sends_the_an
     ]
 
 
+@pytest.mark.parametrize("before", [None, "conv_0"])
+async def test_a_history_made_outside_a_conversation_goes_whole_into_it(
+    serve, make_cycle, calc, before
+):
+    # A conversation holds only what went through it: a history from a stateless cycle
+    # (before=None) or from another conversation, handed to a cycle with conversation=,
+    # was sent from its last response on, and the model lost the earlier turns unsaid.
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")]),
+        S.reply_text("5"),
+        S.reply_text("10"),
+        S.reply_text("bye"),
+    )
+    options = {"conversation": before} if before else {}
+    first = make_cycle(server, api="responses", **options)
+    await first.submit_with_tools("2 + 3?", calc)
+    cycle = make_cycle(server, api="responses", conversation={"id": "conv_1"})
+    cycle.messages = json.loads(json.dumps(first.messages))
+
+    await cycle.submit("Twice that?")
+    await cycle.submit("Thanks")
+
+    whole, then = items(server.requests[2]), items(server.requests[3])
+    assert [i.get("type", i.get("role")) for i in whole] == [
+        "user", "function_call", "function_call_output", "message", "user"
+    ]  # fmt: skip
+    assert then == [{"role": "user", "content": "Thanks"}]  # conv_1 holds the rest now
+
+
 async def test_a_conversation_gets_only_the_feedback_on_an_output_type_retry(serve, make_cycle):
     class City(BaseModel):
         name: str
