@@ -548,8 +548,9 @@ class McpNotInitializedError(McpError):
 
     ``by_caller`` tells the app's own mistake (a client never connected, or still in
     its first ``connect()``, or closed, or used from another event loop or process) from
-    a server that is down (its connection lost, its start-up or its new start after a
-    loss under way or failed): a tool's circuit breaker counts only the second.
+    a server that is down (its connection lost, its start-up failed, or a new start
+    after a loss or a failed start under way): a tool's circuit breaker counts only
+    the second.
 
     Example:
         >>> str(McpNotInitializedError("fs"))

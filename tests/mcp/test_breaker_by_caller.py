@@ -237,6 +237,49 @@ async def test_a_call_during_the_apps_first_connect_does_not_open_the_breaker(
     assert registry.unavailable_tools() == []
     with pytest.raises(McpNotInitializedError):
         await asyncio.wait_for(connecting, 10)
+    # A connect the app's close() cut off is no failure of the server's: the next
+    # connect is a first one again.
+    connecting = asyncio.create_task(client.connect())
+    try:
+        await wait_until(lambda: starts(tmp_path) == 2, "the server to start again")
+        [again] = await registry.invoke_all([("echo", {"text": "hi"})])
+    finally:
+        await client.close()
+    assert isinstance(again.error, McpNotInitializedError) and again.error.by_caller
+    assert registry.unavailable_tools() == []
+    with pytest.raises(McpNotInitializedError):
+        await asyncio.wait_for(connecting, 10)
+    await assert_no_stray_tasks()
+
+
+async def test_a_call_while_the_app_tries_again_a_server_that_failed_to_start_counts(
+    tmp_path: Path,
+) -> None:
+    # Its first start exits at once, the second answers nothing. A server that never
+    # starts must still open the breaker of calls made while the app tries it again.
+    script = tmp_path / "server.py"
+    log = tmp_path / "starts"
+    script.write_text(
+        f"import sys\nwith open({str(log)!r}, 'a') as log:\n    log.write('start\\n')\n"
+        f"with open({str(log)!r}) as log:\n    started = len(log.read().splitlines())\n"
+        "if started == 1:\n    sys.exit(3)\nfor _ in sys.stdin.buffer:\n    pass\n"
+    )
+    transport = StdioTransport(sys.executable, [str(script)], stop_grace=0.5)
+    client = McpClient("fixture", transport, timeout=30, recovery=None)
+    registry = _echo(client)
+    with pytest.raises(McpError):
+        await client.connect()
+    connecting = asyncio.create_task(client.connect())
+    try:
+        await wait_until(lambda: starts(tmp_path) == 2, "the server to start again")
+        [down] = await registry.invoke_all([("echo", {"text": "hi"})])
+    finally:
+        await client.close()
+    assert isinstance(down.error, McpNotInitializedError) and not down.error.by_caller
+    assert "still connecting" in str(down.error)
+    assert registry.unavailable_tools() == ["echo"]
+    with pytest.raises(McpNotInitializedError):
+        await asyncio.wait_for(connecting, 10)
     await assert_no_stray_tasks()
 
 
