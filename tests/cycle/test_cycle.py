@@ -235,8 +235,10 @@ async def test_a_streamed_runs_own_stream_options_keep_the_loops_include_usage(s
     # The app's stream_options replaced {"include_usage": True}: the streamed run
     # reported no usage. Now the two are merged, and an include_usage of the app's wins.
     server = serve(S.reply_text("merged"), S.reply_text("theirs"))
-    merged = make_cycle(server, stream_options={"include_obfuscation": False})
+    own = {"include_obfuscation": False}
+    merged = make_cycle(server, stream_options=own)
     response = await merged.submit_stream("hello").collect()
+    assert own == {"include_obfuscation": False}  # the app's mapping is copied, not changed
     theirs = make_cycle(server, stream_options={"include_usage": False})
     quiet = await theirs.submit_stream("hello").collect()
 
