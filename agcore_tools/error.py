@@ -546,9 +546,11 @@ class McpUsageError(ToolError, ValueError):
 class McpNotInitializedError(McpError):
     """An MCP client was used before ``connect()`` or after it became unusable.
 
-    ``by_caller`` tells the app's own mistake (a client never connected, or closed, or
-    used from another event loop or process) from a server that is down (its connection
-    lost, its start-up failed): a tool's circuit breaker counts only the second.
+    ``by_caller`` tells the app's own mistake (a client never connected, or still in
+    its first ``connect()``, or closed, or used from another event loop or process) from
+    a server that is down (its connection lost, its start-up failed, or a new start
+    after a loss or a failed start under way): a tool's circuit breaker counts only
+    the second.
 
     Example:
         >>> str(McpNotInitializedError("fs"))

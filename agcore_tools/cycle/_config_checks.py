@@ -23,6 +23,7 @@ __all__ = [
     "OTHER_APIS_OPTIONS",
     "RESERVED_FIXES",
     "RESERVED_OPTIONS",
+    "check_choice_count",
     "check_count",
     "check_number",
     "check_responses_options",
@@ -233,6 +234,29 @@ def check_responses_options(options: Mapping[str, Any]) -> None:
             "CycleConfig.timeout (each request's time limit) must be positive seconds, an "
             f"openai.Timeout or None, got {timeout!r}"
         )
+
+
+def check_choice_count(options: Mapping[str, Any]) -> None:
+    """Refuse an ``n`` (how many answers each request asks for) other than 1 or not
+    set: the loop reads only the first answer, but every one is generated and billed.
+
+    Only the top-level option is read, not an ``n`` inside ``extra_body``.
+
+    Example:
+        >>> check_choice_count({"n": 1})
+        >>> check_choice_count({"n": 2})
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmConfigError: CycleConfig.n must be 1 or None, got 2: the loop reads only the first answer of each request, but each of the n is generated and billed
+    """
+    n = options.get("n")
+    # Falsy and no number: None, and the SDK's NOT_GIVEN and omit, which mean "not set".
+    if (not n and not isinstance(n, (int, float))) or (type(n) is int and n == 1):
+        return
+    raise LlmConfigError(
+        f"CycleConfig.n must be 1 or None, got {n!r}: the loop reads only the first "
+        "answer of each request, but each of the n is generated and billed"
+    )
 
 
 def check_number(

@@ -51,7 +51,7 @@ class ChatWire:
             params["tools"] = tools
         if stream:
             params["stream"] = True
-            params.setdefault("stream_options", {"include_usage": True})
+            params["stream_options"] = _with_usage(params.get("stream_options"))
         else:
             params.pop("stream_options", None)  # OpenAI refuses it on an unstreamed request
         return params
@@ -69,6 +69,26 @@ class ChatWire:
         """A fresh assembler of one turn (the tracing one while tracing)."""
         build = TurnBuilder if trace is None else trace.builder
         return build(turn_tag, repair=repair)
+
+
+def _with_usage(options: Any) -> Any:
+    """A streamed request's ``stream_options``: the app's, with ``include_usage: true``
+    added unless the app set ``include_usage`` itself (its ``False`` is kept, and the
+    run's usage then reads as unreported). Something that is no mapping but is set is
+    left as it is, for the SDK to judge.
+
+    Example:
+        >>> _with_usage(None)
+        {'include_usage': True}
+        >>> _with_usage({"include_obfuscation": False})
+        {'include_obfuscation': False, 'include_usage': True}
+        >>> _with_usage({"include_usage": False})
+        {'include_usage': False}
+    """
+    if isinstance(options, Mapping):
+        return options if "include_usage" in options else {**options, "include_usage": True}
+    # Falsy: None, and the SDK's NOT_GIVEN and omit, which mean "not set".
+    return options if options else {"include_usage": True}
 
 
 def _chat_tool_choice(choice: Mapping[str, Any]) -> Any:

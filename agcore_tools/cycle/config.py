@@ -25,6 +25,7 @@ from ._config_checks import (
     KNOWN_OPTIONS,
     RESERVED_FIXES,
     RESERVED_OPTIONS,
+    check_choice_count,
     check_count,
     check_number,
     check_responses_options,
@@ -183,8 +184,11 @@ class CycleConfig:
     only your server knows (``top_k``) goes in ``extra_body={...}``, as the SDK wants;
     the ``request_options`` mapping is not checked (for a custom
     :class:`~agcore_tools.cycle.Requester`). The counts (``max_turns``, the calls per
-    turn, the byte and token limits, ``max_retries``) must be ints, and a ``timeout``
-    given in seconds must be positive.
+    turn, the byte and token limits, ``max_retries``) must be ints, a ``timeout``
+    given in seconds must be positive, and ``n`` 1 or None (the loop reads one answer
+    of each request). A streamed Chat Completions request adds ``include_usage: true``
+    to your ``stream_options`` unless you set ``include_usage`` (``False``: the
+    run's usage then reads as unreported).
     An option only the other API takes (``max_tokens`` or ``seed`` with
     ``api="responses"``, ``max_output_tokens`` or ``reasoning`` with ``api="chat"``),
     given either way, raises an ``LlmConfigError`` naming this API's equivalent where
@@ -434,6 +438,7 @@ class CycleConfig:
             raise LlmConfigError(f"CycleConfig.api must be 'chat' or 'responses', got {api!r}")
         refuse_other_apis_options(api, merged)
         check_responses_options(merged)
+        check_choice_count(merged)
         for name in options:
             refuse_unknown(name, api, _VALID_KEYWORDS)
         if not isinstance(chain_responses, bool):

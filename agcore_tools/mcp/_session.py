@@ -100,6 +100,12 @@ class Session:
         self.opened = False
         """Whether the app asked for a connection and has not closed it since: a
         request without one is then the server's failure, else the app's mistake."""
+        self.started_once = False
+        """Whether a connection's start ended, ready or failed by the server, since the
+        client was made, last closed or moved to another event loop: a request while
+        one starts is then the server's failure (a restart, or a server that failed to
+        start tried again), else the app's mistake (a call before its first
+        ``connect()`` ended)."""
         self.chosen_log_level: str | None = None
         """The level the last ``set_log_level()`` chose, asked for again by each new
         handshake-era connection (which starts at the server's default)."""
@@ -178,6 +184,10 @@ class Session:
                     self._to_handshake(conn, "tools/list", said)
                     note = _handshake.initialize_note(said)
                     continue
+                if isinstance(exc, ToolError) and self.opened:
+                    # The server failed to start (not a start close() or a cancel cut
+                    # off): a call while it is tried again counts against it.
+                    self.started_once = True
                 if self.conn is conn:
                     if restarting and isinstance(exc, ToolError):
                         # Stay lost: the next request tries again, after its backoff.
@@ -188,6 +198,7 @@ class Session:
                 if note and isinstance(exc, ToolError):
                     raise noted(exc, note) from exc.__cause__
                 raise
+            self.started_once = True
             return conn
 
     def _wants_initialize(self, conn: Connection, exc: BaseException) -> str | None:
@@ -420,7 +431,7 @@ class Session:
     async def close(self) -> None:
         """Close the connection (see :meth:`McpClient.close`); idempotent."""
         conn = self.conn
-        self.opened = False
+        self.opened = self.started_once = False
         if conn is not None and self.owner_pid not in (None, os.getpid()):
             # A forked child's copy: the connection and its server stay the parent's,
             # so the child has nothing to close (as an LlmCycle's close there).
@@ -460,8 +471,9 @@ class Session:
             raise self.wrong_loop(action, None)
         if bound is not None:
             # A session of another loop has ended (with its loop, or on its own); the
-            # locks may belong to that loop, so this one gets fresh ones.
-            self.conn = None
+            # locks may belong to that loop, so this one gets fresh ones; a connect in
+            # this one is a first connect.
+            self.conn, self.started_once = None, False
             self._connect_lock = asyncio.Lock()
             self.level_lock = asyncio.Lock()
             if self.tools is not None:
@@ -502,6 +514,12 @@ class Session:
                 reason += "call connect() to start it again"
         elif conn is not None and conn.state is State.STARTING:
             reason = f"cannot send {action}: still connecting"
+            # During the first connect, not awaited: the app's mistake, as a call before
+            # connect() is. During a restart after the server died, or a new try after it
+            # failed to start: the server's failure.
+            return McpNotInitializedError(
+                self.server_name, reason, tool_name=tool_name, by_caller=not self.started_once
+            )
         elif conn is not None and self.loop is not None and self.loop.is_closed():
             return self.wrong_loop(action, tool_name)
         else:

@@ -79,6 +79,24 @@ def test_bad_limits_are_refused_naming_the_field(field: str, value: object) -> N
         CycleConfig("m", **{field: value})
 
 
+@pytest.mark.parametrize("n", [2, 0, True, 1.0, "1"])
+def test_an_n_other_than_one_is_refused(n: object) -> None:
+    # n=2 was taken: the loop read the first answer of each request, and every one was
+    # billed. Given either way (request_options too, as replace() passes them).
+    for given in ({"n": n}, {"request_options": {"n": n}}):
+        with pytest.raises(LlmConfigError) as raised:
+            CycleConfig("m", **given)  # type: ignore[arg-type]
+        assert isinstance(raised.value, ValueError)
+        assert str(raised.value) == (
+            f"CycleConfig.n must be 1 or None, got {n!r}: the loop reads only the first "
+            "answer of each request, but each of the n is generated and billed"
+        )
+    config = CycleConfig("m", n=1)
+    with pytest.raises(LlmConfigError, match=r"CycleConfig\.n must be 1"):
+        replace(config, request_options={"n": 3})
+    assert CycleConfig("m", n=None).request_options["n"] is None
+
+
 @pytest.mark.parametrize("timeout", [-1, 0, 0.0, float("nan"), True])
 def test_a_request_timeout_that_is_no_positive_number_is_refused(timeout: object) -> None:
     # -1 was taken, and every request then failed as an APITimeoutError after retries.

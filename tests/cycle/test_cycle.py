@@ -231,6 +231,24 @@ async def test_stream_options_of_the_config_go_on_streamed_requests_only(serve, 
     assert (streamed["stream"], streamed["stream_options"]) == (True, options)
 
 
+async def test_a_streamed_runs_own_stream_options_keep_the_loops_include_usage(serve, make_cycle):
+    # The app's stream_options replaced {"include_usage": True}: the streamed run
+    # reported no usage. Now the two are merged, and an include_usage of the app's wins.
+    server = serve(S.reply_text("merged"), S.reply_text("theirs"))
+    own = {"include_obfuscation": False}
+    merged = make_cycle(server, stream_options=own)
+    response = await merged.submit_stream("hello").collect()
+    assert own == {"include_obfuscation": False}  # the app's mapping is copied, not changed
+    theirs = make_cycle(server, stream_options={"include_usage": False})
+    quiet = await theirs.submit_stream("hello").collect()
+
+    first, second = (request.json["stream_options"] for request in server.requests)
+    assert first == {"include_obfuscation": False, "include_usage": True}
+    assert (response.usage.reported, response.usage.prompt_tokens) == (1, 10)
+    assert second == {"include_usage": False}
+    assert quiet.usage.reported == 0
+
+
 async def test_completed_events_follow_completion_order_not_call_order(serve, make_cycle):
     registry = ToolRegistry()
 

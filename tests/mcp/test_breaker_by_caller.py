@@ -213,3 +213,125 @@ async def test_a_restart_the_app_cut_off_by_closing_the_client_does_not_open_the
     assert "closed while connecting" in str(cut.error)
     assert registry.unavailable_tools() == []  # it opened here before
     await assert_no_stray_tasks()
+
+
+# -- a call while a connect is under way ("still connecting") ----------------------------
+
+
+async def test_a_call_during_the_apps_first_connect_does_not_open_the_breaker(
+    tmp_path: Path,
+) -> None:
+    # The app started connect() in a task and called a tool before it ended: its own
+    # ordering mistake, as a call before connect() is. It opened the breaker before.
+    # Without recovery: with it, the call waits for the connect instead.
+    client = McpClient("fixture", silent_from(tmp_path, 1), timeout=30, recovery=None)
+    registry = _echo(client)
+    connecting = asyncio.create_task(client.connect())
+    try:
+        await wait_until(lambda: starts(tmp_path) == 1, "the server to start")  # it is mute
+        [early] = await registry.invoke_all([("echo", {"text": "hi"})])
+    finally:
+        await client.close()  # the test's clean-up, and the end of the connect
+    assert isinstance(early.error, McpNotInitializedError) and early.error.by_caller
+    assert "still connecting" in str(early.error)
+    assert registry.unavailable_tools() == []
+    with pytest.raises(McpNotInitializedError):
+        await asyncio.wait_for(connecting, 10)
+    # A connect the app's close() cut off is no failure of the server's: the next
+    # connect is a first one again.
+    connecting = asyncio.create_task(client.connect())
+    try:
+        await wait_until(lambda: starts(tmp_path) == 2, "the server to start again")
+        [again] = await registry.invoke_all([("echo", {"text": "hi"})])
+    finally:
+        await client.close()
+    assert isinstance(again.error, McpNotInitializedError) and again.error.by_caller
+    assert registry.unavailable_tools() == []
+    with pytest.raises(McpNotInitializedError):
+        await asyncio.wait_for(connecting, 10)
+    await assert_no_stray_tasks()
+
+
+async def test_a_call_while_the_app_tries_again_a_server_that_failed_to_start_counts(
+    tmp_path: Path,
+) -> None:
+    # Its first start exits at once, the second answers nothing. A server that never
+    # starts must still open the breaker of calls made while the app tries it again.
+    script = tmp_path / "server.py"
+    log = tmp_path / "starts"
+    script.write_text(
+        f"import sys\nwith open({str(log)!r}, 'a') as log:\n    log.write('start\\n')\n"
+        f"with open({str(log)!r}) as log:\n    started = len(log.read().splitlines())\n"
+        "if started == 1:\n    sys.exit(3)\nfor _ in sys.stdin.buffer:\n    pass\n"
+    )
+    transport = StdioTransport(sys.executable, [str(script)], stop_grace=0.5)
+    client = McpClient("fixture", transport, timeout=30, recovery=None)
+    registry = _echo(client)
+    with pytest.raises(McpError):
+        await client.connect()
+    connecting = asyncio.create_task(client.connect())
+    try:
+        await wait_until(lambda: starts(tmp_path) == 2, "the server to start again")
+        [down] = await registry.invoke_all([("echo", {"text": "hi"})])
+    finally:
+        await client.close()
+    assert isinstance(down.error, McpNotInitializedError) and not down.error.by_caller
+    assert "still connecting" in str(down.error)
+    assert registry.unavailable_tools() == ["echo"]
+    with pytest.raises(McpNotInitializedError):
+        await asyncio.wait_for(connecting, 10)
+    await assert_no_stray_tasks()
+
+
+async def test_a_call_while_the_app_connects_a_server_that_died_still_opens_the_breaker(
+    tmp_path: Path,
+) -> None:
+    # The same error once a connection was ready: the server died, and its new start
+    # is under way (the app's connect(), without recovery), which is the server's
+    # failure, counted as before.
+    client = McpClient("fixture", silent_from(tmp_path, 2), timeout=30, recovery=None)
+    await client.connect()
+    registry = _echo(client)
+    connecting: asyncio.Task[None] | None = None
+    try:
+        first = client.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        await wait_until(lambda: not client.connected, "the death to be noticed")
+        connecting = asyncio.create_task(client.connect())
+        await wait_until(lambda: starts(tmp_path) == 2, "the new server to start")
+        [down] = await registry.invoke_all([("echo", {"text": "hi"})])
+    finally:
+        await client.close()
+    assert isinstance(down.error, McpNotInitializedError) and not down.error.by_caller
+    assert "still connecting" in str(down.error)
+    assert registry.unavailable_tools() == ["echo"]
+    assert connecting is not None
+    with pytest.raises(McpNotInitializedError):
+        await asyncio.wait_for(connecting, 10)
+    await assert_no_stray_tasks()
+
+
+def test_a_call_during_the_first_connect_in_a_new_event_loop_does_not_open_the_breaker(
+    tmp_path: Path,
+) -> None:
+    # The connection of asyncio.run(client.connect()) ended with its loop; a connect in
+    # the next loop is a first one again, whatever the last loop's connection did.
+    client = McpClient("fixture", silent_from(tmp_path, 2), timeout=30, recovery=None)
+    registry = _echo(client)
+    asyncio.run(client.connect())
+
+    async def call_while_connecting() -> None:
+        connecting = asyncio.create_task(client.connect())
+        try:
+            await wait_until(lambda: starts(tmp_path) == 2, "the second server to start")
+            [early] = await registry.invoke_all([("echo", {"text": "hi"})])
+        finally:
+            await client.close()
+        assert isinstance(early.error, McpNotInitializedError) and early.error.by_caller
+        assert "still connecting" in str(early.error)
+        assert registry.unavailable_tools() == []
+        with pytest.raises(McpNotInitializedError):
+            await asyncio.wait_for(connecting, 10)
+
+    asyncio.run(call_while_connecting())
