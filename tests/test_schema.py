@@ -493,6 +493,36 @@ async def test_strict_models_and_fields_take_arguments_as_json_writes_them() -> 
     assert [field for field, _ in info.value.errors] == ["day", "copies"]
 
 
+def _keep(items: list[Any], copies: int = Field(1, strict=True)) -> str:
+    """Keep some items."""
+    return f"kept {copies}"
+
+
+@pytest.mark.parametrize("depth", [220, 5_000])
+async def test_arguments_too_deep_for_json_mode_get_python_modes_verdict(depth: int) -> None:
+    # Read again as JSON for the strict field, the arguments were walked by recursion
+    # (and written and read by pydantic's JSON, which has depth limits of its own): a
+    # RecursionError, a failed tool, where the model could have fixed its call.
+    items: list[Any] = []
+    for _ in range(depth):
+        items = [items]
+    tool = FunctionTool(_keep)
+    with pytest.raises(InvalidArgumentsError) as info:
+        await tool.execute({"items": items, "copies": "2"}, ToolContext())
+    assert [field for field, _ in info.value.errors] == ["copies"]
+    assert await tool.execute({"items": items, "copies": 2}, ToolContext()) == "kept 2"
+
+
+async def test_arguments_holding_themselves_get_python_modes_verdict() -> None:
+    # A Python caller's list inside itself: the walk must end, and JSON cannot hold it.
+    items: list[Any] = [1]
+    items.append(items)
+    tool = FunctionTool(_keep)
+    with pytest.raises(InvalidArgumentsError) as info:
+        await tool.execute({"items": items, "copies": "2"}, ToolContext())
+    assert [field for field, _ in info.value.errors] == ["copies"]
+
+
 def _search(query: str, max_price: float = math.inf) -> str:
     """Search, under a price."""
     return f"{query} {max_price}"
