@@ -6,10 +6,10 @@ call failed, and a field's constraints reached neither the schema nor validation
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from pydantic import AliasChoices, AliasPath, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AliasChoices, AliasPath, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from agcore_tools import (
@@ -133,3 +133,27 @@ class Pathed(BaseModel):
 def test_a_field_read_from_an_alias_path_is_refused_naming_it() -> None:
     with pytest.raises(ToolDefinitionError, match="field 'api_key' is read from an AliasPath"):
         FunctionTool(Pathed)
+
+
+seen: list[int] = []
+
+
+def _noted(value: int) -> int:
+    seen.append(value)
+    return value
+
+
+class Noted(BaseModel):
+    """Keep a count."""
+
+    count: Annotated[int, AfterValidator(_noted), Field(ge=0)]
+
+
+def test_a_validator_in_a_fields_annotated_type_runs_once_when_the_arguments_are_read() -> None:
+    # The field's FieldInfo holds its Annotated metadata: the tool's reading of the
+    # arguments takes it once, not once from the type hint and again from the FieldInfo.
+    seen.clear()
+    FunctionTool(Noted).check_arguments({"count": 3})
+    assert seen == [3]
+    with pytest.raises(InvalidArgumentsError, match="count"):
+        FunctionTool(Noted).check_arguments({"count": -1})
