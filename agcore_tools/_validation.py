@@ -49,8 +49,10 @@ def validated_arguments(model: type[BaseModel], args: dict[str, Any], as_json: b
     except PydanticSerializationError:
         pass  # nested deeper than pydantic writes JSON, or in a cycle
     except ValidationError as exc:
-        # The text is JSON, written here: pydantic's reader refused its depth alone.
-        if not any(e["type"] == "json_invalid" for e in exc.errors(include_input=False)):
+        # The text is JSON, written here: pydantic's reader refused its depth alone. (A
+        # Json[...] field's own bad text is a json_invalid error too, at its field.)
+        errors = exc.errors(include_input=False)
+        if not any(e["type"] == "json_invalid" and not e["loc"] for e in errors):
             raise
     # Too deep for JSON mode: Python mode's verdict stands, an error the model can fix
     # (the strict field it names), not a RecursionError.

@@ -10,7 +10,7 @@ from enum import Enum
 from typing import Annotated, Any, Literal, Optional
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, Strict
+from pydantic import BaseModel, ConfigDict, Field, Json, SecretStr, Strict
 
 from agcore_tools import FunctionTool, InvalidArgumentsError, ToolContext, ToolError
 from agcore_tools.schema import function_schema, parse_docstring
@@ -521,6 +521,24 @@ async def test_arguments_holding_themselves_get_python_modes_verdict() -> None:
     with pytest.raises(InvalidArgumentsError) as info:
         await tool.execute({"items": items, "copies": "2"}, ToolContext())
     assert [field for field, _ in info.value.errors] == ["copies"]
+
+
+def _unpack(payload: Json[dict[str, int]], day: Annotated[datetime.date, Strict()]) -> str:
+    """Unpack a payload."""
+    return f"unpacked {day}"
+
+
+async def test_a_json_fields_bad_text_is_json_modes_verdict_not_taken_for_too_deep() -> None:
+    # Read again as JSON for the strict field, a Json[...] field's bad text is refused
+    # at that field: JSON mode's verdict (the day as JSON writes it is fine there), not
+    # Python mode's, as if the arguments were too deep for JSON.
+    tool = FunctionTool(_unpack)
+    with pytest.raises(InvalidArgumentsError) as info:
+        await tool.execute({"payload": "{bad", "day": "2024-01-02"}, ToolContext())
+    assert [field for field, _ in info.value.errors] == ["payload"]
+    assert await tool.execute({"payload": '{"a": 1}', "day": "2024-01-02"}, ToolContext()) == (
+        "unpacked 2024-01-02"
+    )
 
 
 def _search(query: str, max_price: float = math.inf) -> str:
