@@ -6,7 +6,7 @@ call failed, and a field's constraints reached neither the schema nor validation
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Generic, TypeVar
 
 import pytest
 from pydantic import AfterValidator, AliasChoices, AliasPath, BaseModel, ConfigDict, Field
@@ -157,3 +157,22 @@ def test_a_validator_in_a_fields_annotated_type_runs_once_when_the_arguments_are
     assert seen == [3]
     with pytest.raises(InvalidArgumentsError, match="count"):
         FunctionTool(Noted).check_arguments({"count": -1})
+
+
+T = TypeVar("T")
+
+
+class Box(BaseModel, Generic[T]):
+    """Pack a box."""
+
+    size: T = Field(gt=0)
+
+
+async def test_a_generic_model_class_made_a_tool_takes_its_fields_types_as_filled_in() -> None:
+    # The type hint is the TypeVar; the class's field has the type filled in. From the
+    # hint, the schema was the constraint alone ({"gt": 0}, no JSON Schema keyword).
+    made = FunctionTool(Box[int])
+    assert made.parameters["properties"]["size"] == {"type": "integer", "exclusiveMinimum": 0}
+    with pytest.raises(InvalidArgumentsError, match="size"):
+        await made.execute({"size": "big"}, ToolContext())
+    assert await made.execute({"size": 2}, ToolContext()) == {"size": 2}

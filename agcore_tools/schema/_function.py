@@ -504,11 +504,10 @@ def function_schema(
             annotation, default = Annotated[annotation, default], PydanticUndefined
         elif source is not None:
             # The model's own field: its alias (the model reads what the class reads),
-            # constraints, description and default; passed to the class by its key. The
-            # hint's own Annotated metadata is in that FieldInfo already: taken once.
-            if get_origin(annotation) is Annotated:
-                annotation = get_args(annotation)[0]
-            annotation, default = Annotated[annotation, source.info], PydanticUndefined
+            # constraints, description and default; passed to the class by its key. Its
+            # type as the class has it: a generic's parameter filled in (G[int]), and the
+            # hint's Annotated metadata left in the FieldInfo, so it is taken once.
+            annotation, default = Annotated[source.info.annotation, source.info], PydanticUndefined
         # A record class's field marked to hide its default: marked here as well.
         field_kwargs: dict[str, Any] = {"repr": False} if hinted in hidden else {}
         if _annotated_description(annotation) is None and hinted in doc.params:
