@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
 
-from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import core_schema
 
 from .content import CONTENT_TYPES
+from .schema import ModelFacingSchema
 
 __all__ = ["UNWRAPS", "return_schema", "wraps_plain_value"]
 
@@ -52,12 +52,14 @@ def wraps_plain_value(schema: Any) -> bool:
     return isinstance(properties, Mapping) and list(properties) == ["result"]
 
 
-class _AsReceived(GenerateJsonSchema):
+class _AsReceived(ModelFacingSchema):
     """pydantic's serialization schema, with a field that has a default required: the
     result is ``to_jsonable_python`` of the value, which writes every field, so a reader
     always gets its key. (``ConfigDict(json_schema_serialization_defaults_required=True)``
     says the same, but a ``TypeAdapter`` of a model or dataclass refuses a config.) A
-    TypedDict's ``NotRequired`` key, which a value may lack, stays optional."""
+    TypedDict's ``NotRequired`` key, which a value may lack, stays optional. As the
+    parameters are, without the default of a ``repr=False`` or ``exclude=True`` field
+    (see :class:`~agcore_tools.schema.ModelFacingSchema`)."""
 
     def field_is_required(
         self,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 __all__ = ["takes_json", "validated_arguments"]
 
@@ -27,7 +27,8 @@ def validated_arguments(model: type[BaseModel], args: dict[str, Any], as_json: b
     the model's JSON only there (a datetime, an enum, a UUID or a tuple written as JSON
     writes it), and JSON mode's verdict is then the one raised. Arguments Python mode
     takes, and a Python caller's objects, are never read as JSON: that could change
-    them (a union may pick another branch; a secret would be masked).
+    them (a union may pick another branch; a secret would be masked). Arguments nested
+    too deeply for pydantic's JSON writer or reader get Python mode's verdict.
 
     Example:
         >>> from pydantic import ConfigDict
@@ -39,10 +40,23 @@ def validated_arguments(model: type[BaseModel], args: dict[str, Any], as_json: b
     """
     try:
         return model.model_validate(args)
-    except ValidationError:
+    except ValidationError as exc:
         if not (as_json and _plain_json(args)):
             raise
-    return model.model_validate_json(to_json(args))
+        refused = exc
+    try:
+        return model.model_validate_json(to_json(args))
+    except PydanticSerializationError:
+        pass  # nested deeper than pydantic writes JSON, or in a cycle
+    except ValidationError as exc:
+        # The text is JSON, written here: pydantic's reader refused its depth alone. (A
+        # Json[...] field's own bad text is a json_invalid error too, at its field.)
+        errors = exc.errors(include_input=False)
+        if not any(e["type"] == "json_invalid" and not e["loc"] for e in errors):
+            raise
+    # Too deep for JSON mode: Python mode's verdict stands, an error the model can fix
+    # (the strict field it names), not a RecursionError.
+    raise refused
 
 
 def _plain_json(value: Any) -> bool:
@@ -52,13 +66,34 @@ def _plain_json(value: Any) -> bool:
     Example:
         >>> _plain_json({"a": [1, 2.5, None, True, "x"]}), _plain_json({"a": (1, 2)})
         (True, False)
+        >>> looped: list[Any] = [1]; looped.append(looped)
+        >>> _plain_json(looped)
+        True
     """
-    kind = type(value)
-    if kind is dict:
-        return all(type(key) is str and _plain_json(item) for key, item in value.items())
-    if kind is list:
-        return all(_plain_json(item) for item in value)
-    return kind in (str, int, float, bool) or value is None
+    # A loop, not recursion: a model's arguments may nest as deeply as json.loads
+    # allows, and a Python caller's deeper still. A container held twice, or inside
+    # itself, is walked once (pydantic's JSON writer then refuses a cycle).
+    stack = [value]
+    walked: set[int] = set()
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict or kind is list:
+            if id(item) in walked:
+                continue
+            walked.add(id(item))
+        if kind is dict:
+            if any(type(key) is not str for key in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif not (kind in _SCALARS or item is None):
+            return False
+    return True
+
+
+_SCALARS = (str, int, float, bool)
 
 
 def takes_json(model: type[BaseModel]) -> bool:

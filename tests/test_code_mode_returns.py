@@ -450,3 +450,35 @@ def test_the_listing_parses_whatever_the_parameter_names_and_descriptions_hold()
     # "source code string cannot contain null bytes".
     ast.parse(text)
     assert "C:\\\\Users: a path" in text
+
+
+class Login(pydantic.BaseModel):
+    user: str = "guest"
+    key: str = pydantic.Field("sk-excluded", exclude=True)
+    password: str = pydantic.Field("sk-hidden", repr=False)
+
+
+@dataclasses.dataclass
+class Session:
+    token: str = dataclasses.field(default="sk-dataclass", repr=False)
+
+
+class Account(pydantic.BaseModel):
+    login: Login = Login()
+    sessions: list[Session] = dataclasses.field(default_factory=lambda: [Session()])
+
+
+def test_a_default_kept_out_of_dumps_or_reprs_is_not_in_the_output_schema() -> None:
+    # The output schema (code mode's Returns: line) showed the defaults the parameters
+    # already hid: a repr=False field's, and a default holding a model with one.
+    def account() -> Account:
+        """The account."""
+        return Account()
+
+    made = _tool(account)
+    assert "sk-" not in repr(made.output_schema), made.output_schema
+    login = made.output_schema["$defs"]["Login"]
+    assert login["properties"]["user"]["default"] == "guest"  # an ordinary default stays
+    assert login["required"] == ["user", "password"]  # the result still holds each key
+    assert "sk-" not in python_signatures([made.definition()], {"account": made.output_schema})[0]
+    assert _received(made)["login"] == {"user": "guest", "password": "sk-hidden"}

@@ -10,7 +10,7 @@ from enum import Enum
 from typing import Annotated, Any, Literal, Optional
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, Strict
+from pydantic import BaseModel, ConfigDict, Field, Json, SecretStr, Strict
 
 from agcore_tools import FunctionTool, InvalidArgumentsError, ToolContext, ToolError
 from agcore_tools.schema import function_schema, parse_docstring
@@ -491,6 +491,54 @@ async def test_strict_models_and_fields_take_arguments_as_json_writes_them() -> 
     with pytest.raises(InvalidArgumentsError) as info:
         await tool.execute({**args, "day": "soon", "copies": "2"}, ToolContext())
     assert [field for field, _ in info.value.errors] == ["day", "copies"]
+
+
+def _keep(items: list[Any], copies: int = Field(1, strict=True)) -> str:
+    """Keep some items."""
+    return f"kept {copies}"
+
+
+@pytest.mark.parametrize("depth", [220, 5_000])
+async def test_arguments_too_deep_for_json_mode_get_python_modes_verdict(depth: int) -> None:
+    # Read again as JSON for the strict field, the arguments were walked by recursion
+    # (and written and read by pydantic's JSON, which has depth limits of its own): a
+    # RecursionError, a failed tool, where the model could have fixed its call.
+    items: list[Any] = []
+    for _ in range(depth):
+        items = [items]
+    tool = FunctionTool(_keep)
+    with pytest.raises(InvalidArgumentsError) as info:
+        await tool.execute({"items": items, "copies": "2"}, ToolContext())
+    assert [field for field, _ in info.value.errors] == ["copies"]
+    assert await tool.execute({"items": items, "copies": 2}, ToolContext()) == "kept 2"
+
+
+async def test_arguments_holding_themselves_get_python_modes_verdict() -> None:
+    # A Python caller's list inside itself: the walk must end, and JSON cannot hold it.
+    items: list[Any] = [1]
+    items.append(items)
+    tool = FunctionTool(_keep)
+    with pytest.raises(InvalidArgumentsError) as info:
+        await tool.execute({"items": items, "copies": "2"}, ToolContext())
+    assert [field for field, _ in info.value.errors] == ["copies"]
+
+
+def _unpack(payload: Json[dict[str, int]], day: Annotated[datetime.date, Strict()]) -> str:
+    """Unpack a payload."""
+    return f"unpacked {day}"
+
+
+async def test_a_json_fields_bad_text_is_json_modes_verdict_not_taken_for_too_deep() -> None:
+    # Read again as JSON for the strict field, a Json[...] field's bad text is refused
+    # at that field: JSON mode's verdict (the day as JSON writes it is fine there), not
+    # Python mode's, as if the arguments were too deep for JSON.
+    tool = FunctionTool(_unpack)
+    with pytest.raises(InvalidArgumentsError) as info:
+        await tool.execute({"payload": "{bad", "day": "2024-01-02"}, ToolContext())
+    assert [field for field, _ in info.value.errors] == ["payload"]
+    assert await tool.execute({"payload": '{"a": 1}', "day": "2024-01-02"}, ToolContext()) == (
+        "unpacked 2024-01-02"
+    )
 
 
 def _search(query: str, max_price: float = math.inf) -> str:

@@ -29,6 +29,7 @@ from ._argplan import ArgumentPlan, build_plan
 from ._docstring import parse_docstring
 from ._facing import ModelFacingSchema, hidden_fields
 from ._jsonschema import close_open_objects
+from ._model_class import by_name, model_fields_of
 
 logger = logging.getLogger("agcore_tools.code_mode")  # as _returns: the return type is code mode's
 
@@ -465,6 +466,8 @@ def function_schema(
     params = [p for p in params if p.name not in target.bound]
     hints = _resolve_hints(target.annotated, tool_name)
     hidden = hidden_fields(target.annotated)
+    # A pydantic model class: its parameters are its fields, read by their aliases.
+    model_fields = model_fields_of(target.annotated, tool_name)
 
     # 2. Parse the docstring for the description and per-parameter text.
     doc = parse_docstring(_docstring(target.documented))
@@ -481,12 +484,14 @@ def function_schema(
                 f"cannot make tool '{tool_name}': parameter '{star}{param.name}' is not "
                 "supported; a tool takes named, annotated parameters only"
             )
-        if param.name not in hints:
+        source = model_fields.get(param.name)
+        hinted = source.name if source is not None else param.name
+        if hinted not in hints:
             raise ToolDefinitionError(
                 f"cannot make tool '{tool_name}': parameter '{param.name}' has no type "
                 "annotation; annotate it (use typing.Any to accept anything)"
             )
-        annotation = hints[param.name]
+        annotation = hints[hinted]
         if param.kind is param.POSITIONAL_ONLY:
             positional_only.append(param.name)
         if _is_context_annotation(annotation):
@@ -497,23 +502,36 @@ def function_schema(
             # `limit: int = Field(10, ge=1)`, as FastAPI writes it: the Field is the
             # parameter's field (default, factory, constraints, description), not a value.
             annotation, default = Annotated[annotation, default], PydanticUndefined
+        elif source is not None:
+            # The model's own field: its alias (the model reads what the class reads),
+            # constraints, description and default; passed to the class by its key. Its
+            # type as the class has it: a generic's parameter filled in (G[int]), and the
+            # hint's Annotated metadata left in the FieldInfo, so it is taken once.
+            annotation, default = Annotated[source.info.annotation, source.info], PydanticUndefined
         # A record class's field marked to hide its default: marked here as well.
-        field_kwargs: dict[str, Any] = {"repr": False} if param.name in hidden else {}
-        if _annotated_description(annotation) is None and param.name in doc.params:
-            field_kwargs["description"] = doc.params[param.name]
-        field_name = param.name
-        if param.name.startswith("_") or hasattr(BaseModel, param.name):
+        field_kwargs: dict[str, Any] = {"repr": False} if hinted in hidden else {}
+        if _annotated_description(annotation) is None and hinted in doc.params:
+            field_kwargs["description"] = doc.params[hinted]
+        field_name, key = hinted, source.key if source is not None else param.name
+        if hinted.startswith("_") or hasattr(BaseModel, hinted):
             # pydantic reserves these names; validate under another name, keep the alias.
-            field_name = f"arg_{len(fields)}_{param.name.lstrip('_')}"
-            field_kwargs["alias"] = param.name
-            renamed.append((field_name, param.name))
+            field_name = f"arg_{len(fields)}_{hinted.lstrip('_')}"
+            if source is None or source.key == source.name:
+                field_kwargs["alias"] = param.name
+        if field_name != key:
+            renamed.append((field_name, key))
         fields[field_name] = (annotation, Field(default, **field_kwargs))
 
     # 4. Build the model; extra fields are refused so typos reach the model as errors.
     try:
         model = create_model(
             f"{tool_name}_arguments",
-            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+            __config__=ConfigDict(
+                extra="forbid",
+                arbitrary_types_allowed=False,
+                # A model class that takes its fields by name too: so does its tool.
+                validate_by_name=bool(model_fields) and by_name(target.annotated),
+            ),
             **fields,
         )
         schema = model.model_json_schema(schema_generator=_ToolArguments)

@@ -11,6 +11,7 @@ import textwrap
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, Field
 
 from agcore_tools import (
     ApprovalError,
@@ -308,3 +309,32 @@ class Named(BaseTool):
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> str:
         return f"{self.name} ran"
+
+
+class Login(BaseModel):
+    """Log in with a key."""
+
+    api_key: str = Field(alias="apiKey")
+
+
+class Connect(BaseModel):
+    """Connect with a key."""
+
+    api_key: str = Field(alias="api-key")
+
+
+async def test_a_model_class_tool_is_listed_and_called_by_its_aliases(serve, make_cycle):
+    registry = ToolRegistry()
+    registry.tool(Login)
+    registry.tool(Connect)
+
+    code = 'print(await Login(apiKey="a"))\nprint(await Connect(**{"api-key": "b"}))'
+    server = serve(program(code), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
+
+    listing = server.requests[0].json["tools"][0]["function"]["description"]
+    # An alias that is an identifier is the parameter; one that is not is passed as **{...}.
+    assert "async def Login(apiKey: str)" in listing
+    assert "async def Connect(**arguments: Any) -> Any:  # pass **{'api-key': str}" in listing
+    # Before, neither class could be made a tool (or, the second, called as listed).
+    assert result_of(server, 1) == "{'apiKey': 'a'}\n{'api-key': 'b'}"

@@ -104,6 +104,38 @@ async def test_arguments_nested_100000_deep_go_back_to_the_model(serve, make_cyc
     assert_encodes(cycle.messages)
 
 
+async def test_deep_arguments_to_a_strict_field_go_back_to_the_model_as_its_mistake(
+    serve, make_cycle
+):
+    # 600 deep parses, but a strict field's second reading, as JSON, walked the
+    # arguments by recursion: the model read a RecursionError as the tool's failure.
+    registry = ToolRegistry()
+
+    @registry.tool
+    def keep(items: list[Any], copies: int = Field(1, strict=True)) -> str:
+        """Keep some items."""
+        return f"kept {copies}"
+
+    sent = '{"items": ' + nested(600) + ', "copies": %s}'
+    server = serve(
+        S.reply_tool_calls([("keep", sent % '"2"', "c1")]),
+        S.reply_tool_calls([("keep", sent % "2", "c2")]),
+        S.reply_text("done"),
+    )
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_with_tools("Go", registry)
+
+    assert response.text == "done"
+    assert isinstance(response.invocations[0].error, InvalidArgumentsError)
+    assert tool_messages(cycle.messages) == {
+        "c1": "Error: tool 'keep' got invalid arguments: copies: Input should be a valid "
+        "integer (got '2')",
+        "c2": "kept 2",
+    }
+    assert_history_valid(cycle.messages)
+
+
 async def test_a_result_nested_too_deeply_for_json_reads_as_an_error(serve, make_cycle):
     registry, returns = hostile_registry()
     value: list[Any] = []

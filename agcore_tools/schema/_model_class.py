@@ -1,0 +1,78 @@
+"""A pydantic model class made a tool: its fields are the tool's parameters.
+
+The class's signature names a field by its alias when that is an identifier, else by
+its name, and gives its bare type and default: the field's constraints, description and
+validation alias are not in it. The tool takes each field's own ``FieldInfo`` instead,
+so its arguments model reads what the class reads (by alias, the way pydantic's own
+schema lists it), and passes each value to the class under the key the class takes.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..error import ToolDefinitionError
+
+__all__ = ["ModelField", "by_name", "model_fields_of"]
+
+
+@dataclass(frozen=True)
+class ModelField:
+    """A pydantic model class's field, as its constructor's parameter."""
+
+    name: str
+    """The field's name (its type hint's key)."""
+    info: Any
+    """Its ``FieldInfo``: alias, constraints, description, default."""
+    key: str
+    """The keyword the constructor takes it by (its alias, unless it validates by name)."""
+
+
+def by_name(cls: type[BaseModel]) -> bool:
+    """Whether a pydantic model class takes its aliased fields by their names too."""
+    config = cls.model_config
+    return bool(config.get("validate_by_name") or config.get("populate_by_name"))
+
+
+def model_fields_of(cls: Any, tool_name: str) -> dict[str, ModelField]:
+    """A pydantic model class's fields by the names its signature gives them (an
+    identifier alias, else the field's name); none for another callable.
+
+    Example:
+        >>> from pydantic import Field
+        >>> class Login(BaseModel):
+        ...     api_key: str = Field(alias="apiKey")
+        >>> field = model_fields_of(Login, "login")["apiKey"]
+        >>> field.name, field.key
+        ('api_key', 'apiKey')
+    """
+    if not (inspect.isclass(cls) and issubclass(cls, BaseModel)):
+        return {}
+    from pydantic import AliasChoices  # on first use: see function_schema
+
+    takes_names = by_name(cls)
+    found: dict[str, ModelField] = {}
+    for name, info in cls.model_fields.items():
+        read_as: Any = info.validation_alias if info.validation_alias is not None else info.alias
+        if isinstance(read_as, AliasChoices):
+            read_as = read_as.choices[0]
+        if takes_names or read_as is None:
+            key = name
+        elif isinstance(read_as, str):
+            key = read_as
+        else:
+            raise ToolDefinitionError(
+                f"cannot make tool '{tool_name}': field '{name}' is read from an AliasPath, "
+                "which a tool cannot pass its class; give it a plain alias, or set "
+                "validate_by_name=True in its model_config",
+                tool_name=tool_name,
+            )
+        field = ModelField(name, info, key)
+        for spelling in (name, info.alias, info.validation_alias):
+            if isinstance(spelling, str):
+                found.setdefault(spelling, field)
+    return found
