@@ -22,6 +22,7 @@ from agcore_tools import (
     McpNotInitializedError,
     McpRecovery,
     StdioTransport,
+    ToolInvocation,
     ToolPolicy,
     ToolRegistry,
 )
@@ -218,6 +219,23 @@ async def test_a_restart_the_app_cut_off_by_closing_the_client_does_not_open_the
 # -- a call while a connect is under way ("still connecting") ----------------------------
 
 
+async def _call_while_connecting(
+    client: McpClient, registry: ToolRegistry, tmp_path: Path, start: int
+) -> ToolInvocation:
+    """An echo call made while ``client.connect()``, started in a task, waits on the
+    ``start``-th start of a mute server; then the client is closed, which ends that
+    connect with ``McpNotInitializedError``."""
+    connecting = asyncio.create_task(client.connect())
+    try:
+        await wait_until(lambda: starts(tmp_path) == start, f"start {start} of the server")
+        [call] = await registry.invoke_all([("echo", {"text": "hi"})])
+    finally:
+        await client.close()  # the test's step, and its clean-up if a wait failed
+    with pytest.raises(McpNotInitializedError):
+        await asyncio.wait_for(connecting, 10)
+    return call
+
+
 async def test_a_call_during_the_apps_first_connect_does_not_open_the_breaker(
     tmp_path: Path,
 ) -> None:
@@ -226,29 +244,15 @@ async def test_a_call_during_the_apps_first_connect_does_not_open_the_breaker(
     # Without recovery: with it, the call waits for the connect instead.
     client = McpClient("fixture", silent_from(tmp_path, 1), timeout=30, recovery=None)
     registry = _echo(client)
-    connecting = asyncio.create_task(client.connect())
-    try:
-        await wait_until(lambda: starts(tmp_path) == 1, "the server to start")  # it is mute
-        [early] = await registry.invoke_all([("echo", {"text": "hi"})])
-    finally:
-        await client.close()  # the test's clean-up, and the end of the connect
+    early = await _call_while_connecting(client, registry, tmp_path, 1)
     assert isinstance(early.error, McpNotInitializedError) and early.error.by_caller
     assert "still connecting" in str(early.error)
     assert registry.unavailable_tools() == []
-    with pytest.raises(McpNotInitializedError):
-        await asyncio.wait_for(connecting, 10)
     # A connect the app's close() cut off is no failure of the server's: the next
     # connect is a first one again.
-    connecting = asyncio.create_task(client.connect())
-    try:
-        await wait_until(lambda: starts(tmp_path) == 2, "the server to start again")
-        [again] = await registry.invoke_all([("echo", {"text": "hi"})])
-    finally:
-        await client.close()
+    again = await _call_while_connecting(client, registry, tmp_path, 2)
     assert isinstance(again.error, McpNotInitializedError) and again.error.by_caller
     assert registry.unavailable_tools() == []
-    with pytest.raises(McpNotInitializedError):
-        await asyncio.wait_for(connecting, 10)
     await assert_no_stray_tasks()
 
 
@@ -269,17 +273,10 @@ async def test_a_call_while_the_app_tries_again_a_server_that_failed_to_start_co
     registry = _echo(client)
     with pytest.raises(McpError):
         await client.connect()
-    connecting = asyncio.create_task(client.connect())
-    try:
-        await wait_until(lambda: starts(tmp_path) == 2, "the server to start again")
-        [down] = await registry.invoke_all([("echo", {"text": "hi"})])
-    finally:
-        await client.close()
+    down = await _call_while_connecting(client, registry, tmp_path, 2)
     assert isinstance(down.error, McpNotInitializedError) and not down.error.by_caller
     assert "still connecting" in str(down.error)
     assert registry.unavailable_tools() == ["echo"]
-    with pytest.raises(McpNotInitializedError):
-        await asyncio.wait_for(connecting, 10)
     await assert_no_stray_tasks()
 
 
@@ -321,17 +318,7 @@ def test_a_call_during_the_first_connect_in_a_new_event_loop_does_not_open_the_b
     registry = _echo(client)
     asyncio.run(client.connect())
 
-    async def call_while_connecting() -> None:
-        connecting = asyncio.create_task(client.connect())
-        try:
-            await wait_until(lambda: starts(tmp_path) == 2, "the second server to start")
-            [early] = await registry.invoke_all([("echo", {"text": "hi"})])
-        finally:
-            await client.close()
-        assert isinstance(early.error, McpNotInitializedError) and early.error.by_caller
-        assert "still connecting" in str(early.error)
-        assert registry.unavailable_tools() == []
-        with pytest.raises(McpNotInitializedError):
-            await asyncio.wait_for(connecting, 10)
-
-    asyncio.run(call_while_connecting())
+    early = asyncio.run(_call_while_connecting(client, registry, tmp_path, 2))
+    assert isinstance(early.error, McpNotInitializedError) and early.error.by_caller
+    assert "still connecting" in str(early.error)
+    assert registry.unavailable_tools() == []
