@@ -109,7 +109,7 @@ def check_with(tool_name: str, check: Any, args: Any) -> None:
         field = _path(error) or "(arguments)"
         if field != (where or "(arguments)") and field not in others:
             others[field] = _message(error)
-    reason = join_problems([(where or None, _message(best)), *others.items()], at_least=more)
+    reason = join_problems([(where or None, _union_message(best)), *others.items()], at_least=more)
     bare = _bare_path(best)
     rule = f"the {best.validator!r} rule failed"
     raise InvalidArgumentsError(
@@ -201,6 +201,35 @@ def _message(error: Any) -> str:
     if len(message) > _LONGEST:
         message = f"{message[: _LONGEST - 100]} ... {message[-95:]}"
     return message
+
+
+def _union_message(error: Any) -> str:
+    """:func:`_message` of ``error``, and for an ``anyOf`` or ``oneOf`` that every
+    branch refused for one same reason, that reason: jsonschema's ``best_match`` does
+    not choose among tied branches, and "is not valid under any of the given schemas"
+    alone does not tell the model what to add (a union of objects that each require a
+    ``type`` key, as MCP content blocks are).
+
+    Example:
+        >>> text = {"type": "object", "required": ["type", "text"]}
+        >>> image = {"type": "object", "required": ["type", "url"]}
+        >>> check = schema_check({"anyOf": [text, image]})
+        >>> _union_message(next(check.iter_errors({"text": "hi"})))
+        "{'text': 'hi'} is not valid under any of the given schemas; in every one: 'type' is a required property"
+    """
+    message = _message(error)
+    if error.validator not in ("anyOf", "oneOf") or not error.context:
+        return message
+    branches = error.validator_value
+    by_branch: dict[Any, set[str]] = {}
+    for sub in error.context:
+        path = "/".join(_cut(str(part)) for part in sub.relative_path)
+        reason = _message(sub)
+        by_branch.setdefault(sub.schema_path[0], set()).add(f"{path}: {reason}" if path else reason)
+    if not isinstance(branches, list) or len(by_branch) != len(branches):
+        return message
+    common = sorted(set.intersection(*by_branch.values()))
+    return f"{message}; in every one: {'; '.join(common)}" if common else message
 
 
 def _excerpt(value: str | list[Any] | dict[Any, Any], whole: str) -> str:

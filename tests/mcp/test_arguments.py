@@ -403,3 +403,31 @@ def test_a_long_unexpected_key_is_cut_keeping_the_rule() -> None:
     reason = refused.value.reason
     assert reason.startswith("Additional properties are not allowed ('note note")
     assert reason.endswith("note ' was unexpected)") and len(reason) <= 400
+
+
+def test_a_union_every_shape_of_which_needs_one_key_names_that_key() -> None:
+    # An anyOf of content blocks that each require "type" (@mcp-z/mcp-pdf's pdf-document):
+    # jsonschema's best match does not choose among tied branches, and the model read
+    # only "is not valid under any of the given schemas", not what to add.
+    block = {
+        "anyOf": [
+            {"type": "object", "required": ["type", "text"]},
+            {"type": "object", "required": ["type", "url"]},
+        ]
+    }
+    schema = {"type": "object", "properties": {"content": {"type": "array", "items": block}}}
+    info = McpToolInfo("write", input_schema=schema)
+    tool = McpTool(McpClient("demo", StdioTransport("unused")), info, "demo__write", [])
+    with pytest.raises(InvalidArgumentsError) as refused:
+        tool.check_arguments({"content": [{"text": "hi"}]})
+    assert refused.value.reason == (
+        "content/0: {'text': 'hi'} is not valid under any of the given schemas; "
+        "in every one: 'type' is a required property"
+    )
+    assert refused.value.redacted.endswith("content/0: the 'anyOf' rule failed")
+    # Branches that refuse for different reasons only: the message is jsonschema's.
+    with pytest.raises(InvalidArgumentsError) as refused:
+        tool.check_arguments({"content": [{"type": "text"}]})
+    assert refused.value.reason == (
+        "content/0: {'type': 'text'} is not valid under any of the given schemas"
+    )
