@@ -744,3 +744,28 @@ async def test_a_default_holding_a_hidden_value_is_not_in_the_definition() -> No
     assert await tool.execute({"proxy": {}}, ToolContext()) == (
         "sk-stdlib-dataclass-field sk-in-a-default sk-in-a-default"
     )
+
+
+_PASSWORD = SecretStr("sk-secret-str")
+_KEYS = (SecretStr("sk-in-a-list"),)
+
+
+def _sign_in(
+    user: str,
+    password: SecretStr = _PASSWORD,
+    keys: tuple[SecretStr, ...] = _KEYS,
+    retries: int = 2,
+) -> str:
+    """Sign in."""
+    return " ".join([password.get_secret_value(), *(k.get_secret_value() for k in keys)])
+
+
+async def test_a_secret_default_is_not_shown_as_stars_for_the_model_to_send_back() -> None:
+    # pydantic writes a SecretStr default as "**********": a model that sent back the
+    # default it read replaced the secret with the stars.
+    tool = FunctionTool(_sign_in)
+    properties = tool.parameters["properties"]
+    assert "default" not in properties["password"] and "default" not in properties["keys"]
+    assert properties["retries"]["default"] == 2
+    assert "*****" not in json.dumps(tool.definition())
+    assert await tool.execute({"user": "ann"}, ToolContext()) == "sk-secret-str sk-in-a-list"

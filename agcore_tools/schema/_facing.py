@@ -9,8 +9,9 @@ default may well be a secret (an API key, a token) or an internal value:
 schema, as optional as before (the model may still send it: an excluded field is often
 a scratchpad the model fills), without its default. A default that holds a model or
 dataclass with such a field (``settings: Settings = Settings()``) is left out as well:
-pydantic's dump of it shows a ``repr=False`` value. ``SecretStr`` and ``SecretBytes``
-defaults are masked by pydantic itself.
+pydantic's dump of it shows a ``repr=False`` value. So is a ``SecretStr``,
+``SecretBytes`` or ``Secret[...]`` default: pydantic writes it as ``"**********"``, and
+a model that sends back the default it read would replace the secret with the stars.
 """
 
 from __future__ import annotations
@@ -18,18 +19,22 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Secret, SecretBytes, SecretStr
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, NoDefault
 from pydantic_core import core_schema
 
 __all__ = ["ModelFacingSchema", "hidden_fields"]
 
 _DEPTH = 16  # how deep a default's models and containers are looked into
+# pydantic writes their defaults as "**********": a model that sends the default it
+# read back would replace the secret with the stars.
+_SECRETS = (Secret, SecretStr, SecretBytes)
 
 
 class ModelFacingSchema(GenerateJsonSchema):
     """A ``schema_generator`` that leaves out the default of a ``Field(exclude=True)``
-    or ``repr=False`` field, and a default holding a model or dataclass with one.
+    or ``repr=False`` field, and a default that holds a model or dataclass with one, or
+    a pydantic secret (``SecretStr``, ``SecretBytes``, ``Secret[...]``).
 
     Example:
         >>> from pydantic import BaseModel, Field
@@ -135,15 +140,19 @@ def hidden_fields(cls: Any) -> frozenset[str]:
 
 def _holds_hidden(value: Any, depth: int) -> bool:
     """Whether ``value`` is or holds (in its fields, lists, tuples, sets or dicts) a
-    model or dataclass instance with a :func:`hidden_fields` field (deeper than ``depth``
-    or in a cycle, a model or container is taken to).
+    pydantic secret, or a model or dataclass instance with a :func:`hidden_fields` field
+    (deeper than ``depth`` or in a cycle, a model or container is taken to).
 
     Example:
         >>> _holds_hidden([{"a": (1, "x")}], 4), _holds_hidden([[[[]]]], 2)
         (False, True)
+        >>> _holds_hidden({"key": SecretStr("sk-1")}, 4)
+        True
     """
     if isinstance(value, (str, bytes, int, float, type(None))):
         return False
+    if isinstance(value, _SECRETS):
+        return True
     items: Any
     if isinstance(value, BaseModel) or (
         dataclasses.is_dataclass(value) and not isinstance(value, type)
