@@ -238,25 +238,29 @@ def check_responses_options(options: Mapping[str, Any]) -> None:
 
 def check_choice_count(options: Mapping[str, Any]) -> None:
     """Refuse an ``n`` (how many answers each request asks for) other than 1 or not
-    set: the loop reads only the first answer, but every one is generated and billed.
-
-    Only the top-level option is read, not an ``n`` inside ``extra_body``.
+    set, given as an option or inside ``extra_body`` (which the SDK merges into the
+    request): the loop reads only the first answer, but every one is generated and
+    billed.
 
     Example:
-        >>> check_choice_count({"n": 1})
-        >>> check_choice_count({"n": 2})
+        >>> check_choice_count({"n": 1, "extra_body": {"top_k": 5}})
+        >>> check_choice_count({"extra_body": {"n": 2}})
         Traceback (most recent call last):
         ...
-        agcore_tools.error.LlmConfigError: CycleConfig.n must be 1 or None, got 2: the loop reads only the first answer of each request, but each of the n is generated and billed
+        agcore_tools.error.LlmConfigError: CycleConfig.extra_body['n'] must be 1 or None, got 2: the loop reads only the first answer of each request, but each of the n is generated and billed
     """
-    n = options.get("n")
-    # Falsy and no number: None, and the SDK's NOT_GIVEN and omit, which mean "not set".
-    if (not n and not isinstance(n, (int, float))) or (type(n) is int and n == 1):
-        return
-    raise LlmConfigError(
-        f"CycleConfig.n must be 1 or None, got {n!r}: the loop reads only the first "
-        "answer of each request, but each of the n is generated and billed"
-    )
+    extra = options.get("extra_body")
+    given = [("n", options.get("n"))]
+    if isinstance(extra, Mapping):
+        given.append(("extra_body['n']", extra.get("n")))
+    for name, n in given:
+        # Falsy and no number: None, and the SDK's NOT_GIVEN and omit ("not set").
+        if (not n and not isinstance(n, (int, float))) or (type(n) is int and n == 1):
+            continue
+        raise LlmConfigError(
+            f"CycleConfig.{name} must be 1 or None, got {n!r}: the loop reads only the "
+            "first answer of each request, but each of the n is generated and billed"
+        )
 
 
 def check_number(

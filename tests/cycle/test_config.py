@@ -95,6 +95,11 @@ def test_an_n_other_than_one_is_refused(n: object) -> None:
     with pytest.raises(LlmConfigError, match=r"CycleConfig\.n must be 1"):
         replace(config, request_options={"n": 3})
     assert CycleConfig("m", n=None).request_options["n"] is None
+    # The SDK merges extra_body into the request: n=2 there was billed the same way.
+    with pytest.raises(LlmConfigError) as raised:
+        CycleConfig("m", extra_body={"top_k": 5, "n": n})
+    assert str(raised.value).startswith(f"CycleConfig.extra_body['n'] must be 1 or None, got {n!r}")
+    assert CycleConfig("m", extra_body={"n": 1}).request_options["extra_body"] == {"n": 1}
 
 
 @pytest.mark.parametrize("timeout", [-1, 0, 0.0, float("nan"), True])
