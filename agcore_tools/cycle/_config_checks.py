@@ -27,6 +27,7 @@ __all__ = [
     "check_count",
     "check_number",
     "check_responses_options",
+    "conversation_id",
     "refuse_other_apis_options",
     "refuse_typo",
     "refuse_unknown",
@@ -261,6 +262,26 @@ def check_choice_count(options: Mapping[str, Any]) -> None:
             f"CycleConfig.{name} must be 1 or None, got {n!r}: the loop reads only the "
             "first answer of each request, but each of the n is generated and billed"
         )
+
+
+def conversation_id(options: Mapping[str, Any]) -> str | None:
+    """The id the request ``options``' ``conversation`` names (``"conv_..."`` or
+    ``{"id": "conv_..."}``), given as an option or inside ``extra_body`` (which the SDK
+    merges into the request); None without one.
+
+    Example:
+        >>> conversation_id({"extra_body": {"conversation": {"id": "conv_1"}}})
+        'conv_1'
+        >>> conversation_id({"conversation": None}) is None
+        True
+    """
+    option = options.get("conversation")
+    extra = options.get("extra_body")
+    if not option and isinstance(extra, Mapping):
+        option = extra.get("conversation")
+    if isinstance(option, Mapping):
+        option = option.get("id")
+    return option if isinstance(option, str) and option else None
 
 
 def check_number(

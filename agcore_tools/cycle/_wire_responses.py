@@ -34,6 +34,7 @@ from typing import Any
 
 from ..error import LlmConfigError
 from ._body import lighten, without_unused_tool_options
+from ._config_checks import conversation_id
 from ._given import without_parsed
 from ._responses_turn import ResponsesTurnBuilder
 from .config import CycleConfig
@@ -88,7 +89,7 @@ class ResponsesWire:
         # went through it, so only a response it names marks where its items end: a
         # history made without it (a stateless cycle's, another conversation's) goes
         # whole, or its turns would be lost without a word.
-        conversation = _conversation_id(params.get("conversation"))
+        conversation = conversation_id(params)
         if self.chain:
             last = _last_response(messages)
         elif conversation is not None and CONVERSATION_TAIL.get():
@@ -191,14 +192,6 @@ def _last_response(
             if isinstance(response_id, str) and response_id and held:
                 return index, response_id
     return None
-
-
-def _conversation_id(option: Any) -> str | None:
-    """The id a ``conversation`` request option names (``"conv_..."`` or
-    ``{"id": "conv_..."}``), or None."""
-    if isinstance(option, Mapping):
-        option = option.get("id")
-    return option if isinstance(option, str) and option else None
 
 
 def _with_server_ids(turn: Message, following: Sequence[Message]) -> list[Message]:

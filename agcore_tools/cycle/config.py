@@ -29,6 +29,7 @@ from ._config_checks import (
     check_count,
     check_number,
     check_responses_options,
+    conversation_id,
     refuse_other_apis_options,
     refuse_typo,
     refuse_unknown,
@@ -450,7 +451,7 @@ class CycleConfig:
                 "CycleConfig.chain_responses needs api='responses' and stored responses "
                 f"(not store=False), got chain_responses={chain_responses!r}, api={api!r}"
             )
-        if chain_responses and merged.get("conversation"):
+        if chain_responses and conversation_id(merged):
             # The API refuses previous_response_id next to a conversation.
             raise LlmConfigError(
                 "CycleConfig takes chain_responses=True or conversation=..., not both: a "

@@ -575,6 +575,25 @@ async def test_a_conversation_resumed_after_approval_in_a_new_cycle_sends_the_an
     ]
 
 
+async def test_a_conversation_given_in_extra_body_gets_only_what_follows_too(
+    serve, make_cycle, calc
+):
+    # The SDK merges extra_body into the request: the conversation went, and the whole
+    # history with it, every item twice.
+    server = serve(S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")]), S.reply_text("5"))
+    cycle = make_cycle(server, api="responses", extra_body={"conversation": "conv_1"})
+
+    await cycle.submit_with_tools("2 + 3?", calc)
+
+    second = server.requests[1].json
+    assert second["conversation"] == "conv_1" and "previous_response_id" not in second
+    assert second["input"] == [{"type": "function_call_output", "call_id": "c1", "output": "5"}]
+    with pytest.raises(LlmConfigError, match="chain_responses=True or conversation="):
+        CycleConfig(
+            "m", api="responses", chain_responses=True, extra_body={"conversation": "conv_1"}
+        )
+
+
 @pytest.mark.parametrize("before", [None, "conv_0"])
 async def test_a_history_made_outside_a_conversation_goes_whole_into_it(
     serve, make_cycle, calc, before
