@@ -221,3 +221,21 @@ async def test_a_pydantic_dataclass_taking_fields_by_name_too_makes_a_tool_that_
     assert await made.execute({"api_key": "k"}, ToolContext()) == {"apiKey": "k"}
     assert await made.execute({"apiKey": "k"}, ToolContext()) == {"apiKey": "k"}
     assert await made.execute({}, ToolContext()) == {"apiKey": "sk-default"}
+
+
+@pydantic_dataclass
+class Basket:
+    """Fill a basket."""
+
+    item: LaterItem  # defined below: its FieldInfo holds a ForwardRef
+
+
+@pydantic_dataclass
+class LaterItem:
+    name: str
+
+
+async def test_a_pydantic_dataclass_naming_a_class_defined_after_it_still_makes_a_tool() -> None:
+    made = FunctionTool(Basket)
+    assert made.parameters["required"] == ["item"]
+    assert await made.execute({"item": {"name": "x"}}, ToolContext()) == {"item": {"name": "x"}}

@@ -43,7 +43,11 @@ def _fields_and_config(cls: Any) -> tuple[Mapping[str, Any], Mapping[str, Any]] 
         return cls.model_fields, cls.model_config
     # A pydantic dataclass (pydantic.dataclasses.is_pydantic_dataclass, without loading
     # that module): its signature, as a model's, has neither constraints nor aliases read.
+    # One that names a class not yet defined when it was (its FieldInfo holds a
+    # ForwardRef) is read from its signature, whose hints resolve now, as before.
     if dataclasses.is_dataclass(cls) and "__pydantic_validator__" in cls.__dict__:
+        if not getattr(cls, "__pydantic_complete__", False):
+            return None
         return cls.__pydantic_fields__, cls.__pydantic_config__  # type: ignore[attr-defined]
     return None
 
