@@ -1,5 +1,6 @@
-"""A pydantic model class made a tool: its fields are the tool's parameters, read as
-the class reads them (by alias), with the class's own constraints and descriptions.
+"""A pydantic model class (or pydantic dataclass) made a tool: its fields are the tool's
+parameters, read as the class reads them (by alias), with the class's own constraints
+and descriptions.
 Before, an aliased field made the tool fail to build ("parameter 'apiKey' has no type
 annotation"), an alias that is no identifier was listed under the field's name and the
 call failed, and a field's constraints reached neither the schema nor validation."""
@@ -11,6 +12,7 @@ from typing import Annotated, Any, Generic, TypeVar
 import pytest
 from pydantic import AfterValidator, AliasChoices, AliasPath, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from agcore_tools import (
     FunctionTool,
@@ -176,3 +178,64 @@ async def test_a_generic_model_class_made_a_tool_takes_its_fields_types_as_fille
     with pytest.raises(InvalidArgumentsError, match="size"):
         await made.execute({"size": "big"}, ToolContext())
     assert await made.execute({"size": 2}, ToolContext()) == {"size": 2}
+
+
+@pydantic_dataclass
+class Login:
+    """Log in with a key."""
+
+    api_key: str = Field("sk-default", alias="apiKey", exclude=True)
+    page_size: int = Field(10, ge=1, le=50, repr=False)
+
+
+@pydantic_dataclass(config=ConfigDict(alias_generator=to_camel, validate_by_name=True))
+class CamelLogin:
+    """Log in with a key."""
+
+    api_key: str = Field("sk-default", repr=False)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+async def test_a_pydantic_dataclass_takes_its_fields_as_a_model_class_does(strict: bool) -> None:
+    # Before: "parameter 'apiKey' has no type annotation", as for a model class.
+    made = FunctionTool(Login, strict=strict)
+    properties = made.parameters["properties"]
+    assert list(properties) == ["apiKey", "page_size"]
+    # Its constraints reach the schema, and no hidden default is shown.
+    assert "sk-default" not in str(made.parameters)
+    assert "default" not in str(made.parameters)
+    assert "minimum" in str(properties["page_size"])
+    registry = ToolRegistry()
+    registry.register(made)
+    done = await registry.invoke(made.name, {"apiKey": "mine", "page_size": 5})
+    assert done.error is None, done.error
+    assert done.output == {"page_size": 5}  # api_key is exclude=True: not in the dump
+    # A value out of range is an argument error the model can fix, not a failed call.
+    with pytest.raises(InvalidArgumentsError, match="page_size"):
+        await made.execute({"page_size": 0}, ToolContext())
+
+
+async def test_a_pydantic_dataclass_taking_fields_by_name_too_makes_a_tool_that_does() -> None:
+    made = FunctionTool(CamelLogin)
+    assert made.parameters["properties"] == {"apiKey": {"type": "string"}}
+    assert await made.execute({"api_key": "k"}, ToolContext()) == {"apiKey": "k"}
+    assert await made.execute({"apiKey": "k"}, ToolContext()) == {"apiKey": "k"}
+    assert await made.execute({}, ToolContext()) == {"apiKey": "sk-default"}
+
+
+@pydantic_dataclass
+class Basket:
+    """Fill a basket."""
+
+    item: LaterItem  # defined below: its FieldInfo holds a ForwardRef
+
+
+@pydantic_dataclass
+class LaterItem:
+    name: str
+
+
+async def test_a_pydantic_dataclass_naming_a_class_defined_after_it_still_makes_a_tool() -> None:
+    made = FunctionTool(Basket)
+    assert made.parameters["required"] == ["item"]
+    assert await made.execute({"item": {"name": "x"}}, ToolContext()) == {"item": {"name": "x"}}

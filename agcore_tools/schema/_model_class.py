@@ -1,4 +1,5 @@
-"""A pydantic model class made a tool: its fields are the tool's parameters.
+"""A pydantic model class (or pydantic dataclass) made a tool: its fields are the
+tool's parameters.
 
 The class's signature names a field by its alias when that is an identifier, else by
 its name, and gives its bare type and default: the field's constraints, description and
@@ -9,7 +10,9 @@ schema lists it), and passes each value to the class under the key the class tak
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,15 +35,35 @@ class ModelField:
     """The keyword the constructor takes it by (its alias, unless it validates by name)."""
 
 
-def by_name(cls: type[BaseModel]) -> bool:
-    """Whether a pydantic model class takes its aliased fields by their names too."""
-    config = cls.model_config
+def _fields_and_config(cls: Any) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
+    """A pydantic model class's or pydantic dataclass's fields and config; else None."""
+    if not inspect.isclass(cls):
+        return None
+    if issubclass(cls, BaseModel):
+        return cls.model_fields, cls.model_config
+    # A pydantic dataclass (pydantic.dataclasses.is_pydantic_dataclass, without loading
+    # that module): its signature, as a model's, has neither constraints nor aliases read.
+    # One that names a class not yet defined when it was (its FieldInfo holds a
+    # ForwardRef) is read from its signature, whose hints resolve now, as before.
+    if dataclasses.is_dataclass(cls) and "__pydantic_validator__" in cls.__dict__:
+        if not getattr(cls, "__pydantic_complete__", False):
+            return None
+        return cls.__pydantic_fields__, cls.__pydantic_config__  # type: ignore[attr-defined]
+    return None
+
+
+def by_name(cls: Any) -> bool:
+    """Whether a pydantic model class (or pydantic dataclass) takes its aliased fields by
+    their names too."""
+    found = _fields_and_config(cls)
+    config = found[1] if found is not None else {}
     return bool(config.get("validate_by_name") or config.get("populate_by_name"))
 
 
 def model_fields_of(cls: Any, tool_name: str) -> dict[str, ModelField]:
-    """A pydantic model class's fields by the names its signature gives them (an
-    identifier alias, else the field's name); none for another callable.
+    """A pydantic model class's (or pydantic dataclass's) fields by the names its
+    signature gives them (an identifier alias, else the field's name); none for another
+    callable.
 
     Example:
         >>> from pydantic import Field
@@ -50,13 +73,14 @@ def model_fields_of(cls: Any, tool_name: str) -> dict[str, ModelField]:
         >>> field.name, field.key
         ('api_key', 'apiKey')
     """
-    if not (inspect.isclass(cls) and issubclass(cls, BaseModel)):
+    fields_and_config = _fields_and_config(cls)
+    if fields_and_config is None:
         return {}
     from pydantic import AliasChoices  # on first use: see function_schema
 
     takes_names = by_name(cls)
     found: dict[str, ModelField] = {}
-    for name, info in cls.model_fields.items():
+    for name, info in fields_and_config[0].items():
         read_as: Any = info.validation_alias if info.validation_alias is not None else info.alias
         if isinstance(read_as, AliasChoices):
             read_as = read_as.choices[0]
