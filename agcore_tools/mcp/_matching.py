@@ -213,7 +213,7 @@ def without_lone_surrogates(payload: bytes) -> bytes | None:
     malformed. The model reads such text as U+FFFD everywhere else (``_unicode.scrub``).
 
     Example:
-        >>> without_lone_surrogates(b'{"text": "cut \\ud83d"}').decode()
+        >>> without_lone_surrogates(b'{"text": "cut \\\\ud83d"}').decode()
         '{"text": "cut \ufffd"}'
         >>> without_lone_surrogates(b'{"text": "fine"}') is None
         True
