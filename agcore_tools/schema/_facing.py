@@ -19,16 +19,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from pydantic import BaseModel, Secret, SecretBytes, SecretStr
+from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, NoDefault
 from pydantic_core import core_schema
 
 __all__ = ["ModelFacingSchema", "hidden_fields"]
 
 _DEPTH = 16  # how deep a default's models and containers are looked into
-# pydantic writes their defaults as "**********": a model that sends the default it
-# read back would replace the secret with the stars.
-_SECRETS = (Secret, SecretStr, SecretBytes)
 
 
 class ModelFacingSchema(GenerateJsonSchema):
@@ -146,12 +143,18 @@ def _holds_hidden(value: Any, depth: int) -> bool:
     Example:
         >>> _holds_hidden([{"a": (1, "x")}], 4), _holds_hidden([[[[]]]], 2)
         (False, True)
+        >>> from pydantic import SecretStr
         >>> _holds_hidden({"key": SecretStr("sk-1")}, 4)
         True
     """
     if isinstance(value, (str, bytes, int, float, type(None))):
         return False
-    if isinstance(value, _SECRETS):
+    # On first use, as hidden_fields' FieldInfo: `import agcore_tools` leaves them out.
+    from pydantic.types import Secret, SecretBytes, SecretStr
+
+    # pydantic writes their defaults as "**********": a model that sends the default it
+    # read back would replace the secret with the stars.
+    if isinstance(value, (Secret, SecretStr, SecretBytes)):
         return True
     items: Any
     if isinstance(value, BaseModel) or (
