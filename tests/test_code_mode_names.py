@@ -5,7 +5,8 @@ Python reads a name in source as its NFKC form (so does Monty): a keyword argume
 ``ｑｕｅｒｙ=`` (full-width letters, as some CJK servers' schemas name keys) arrives as
 ``query``, a decomposed ``café=`` as the composed one, and two keys with one NFKC form
 make a signature no parser takes. Such keys are listed as ``**arguments`` with the
-keys spelled out, as keywords and dashed names are.
+keys spelled out, as keywords and dashed names are. Likewise a tool named as a global
+the sandbox defines (``__name__``) gets a function name of its own.
 """
 
 from __future__ import annotations
@@ -96,3 +97,13 @@ def test_plain_names_are_still_keywords() -> None:
 
     tool = RunPythonTool(registry.tool_table, registry.definitions(), DEFAULT_LIMITS, 60.0)
     assert "async def find(term: str, naïve: bool = None) -> str:" in tool.description
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["__annotations__", "__debug__", "__doc__", "__file__", "__name__", "__package__", "__spec__"],
+)
+def test_a_tool_named_as_a_sandbox_global_is_called_from_a_program(name: str) -> None:
+    # Before, its function took the global's name, so the program's call reached the
+    # global's value ("'str' object is not callable"), not the tool.
+    assert run_as_listed(Keyed(name, ["q"]), {"q": "x"}) == {"q": "x"}
