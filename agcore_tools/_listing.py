@@ -11,6 +11,7 @@ JSON Schemas to source text, with no sandbox, loop or registry.
 from __future__ import annotations
 
 import keyword
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -173,7 +174,7 @@ def _stub(function: str, definition: Mapping[str, Any], output: Any = None) -> s
     names, properties, required = parameters_of(definition)
     reader = _Schema(definition.get("parameters") or {}, literals=True)
     annotations = {n: reader.render(properties[n], False) for n in names}
-    plain = all(n.isidentifier() and not keyword.iskeyword(n) for n in names)
+    plain = all(_plain_name(n) for n in names)
     if plain:
         params = [f"{n}: {annotations[n]}" + ("" if n in required else " = None") for n in names]
         signature, note = ", ".join(params), ""
@@ -192,6 +193,24 @@ def _stub(function: str, definition: Mapping[str, Any], output: Any = None) -> s
     if doc.endswith('"'):
         doc += " "  # its closing quote would run into the docstring's three
     return f'async def {function}({signature}) -> {returns}:{note}\n    """{doc}"""'
+
+
+def _plain_name(name: str) -> bool:
+    """Whether a parameter can be written as a keyword argument and read back as itself.
+    Python (and Monty) read names as NFKC, so ``ｑｕｅｒｙ=`` (full-width) or a
+    decomposed ``café=`` reaches the tool as another key, and two such keys collide;
+    ``__debug__`` cannot be a parameter.
+
+    Example:
+        >>> _plain_name("query"), _plain_name("ｑｕｅｒｙ"), _plain_name("from")
+        (True, False, False)
+    """
+    return (
+        name.isidentifier()
+        and not keyword.iskeyword(name)
+        and unicodedata.normalize("NFKC", name) == name
+        and name != "__debug__"
+    )
 
 
 def _described(name: str, schema: Any, reader: _Schema) -> str:

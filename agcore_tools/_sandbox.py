@@ -523,10 +523,16 @@ Fixed here, not read from this process's ``builtins``, which depends on how Pyth
 started (``-S`` drops ``help``); and the builtins Monty lacks (``dir``, ``help``,
 ``input``) stay tools' names, as programs paused by earlier versions call them."""
 
-RESERVED = frozenset(_BUILTINS | _MODULES | {"result"})
-"""Names a tool's function does not take: the sandbox's builtins, its modules, and
-``result``. Else the program's call would reach the builtin (``await list(...)``), not
-the tool."""
+_GLOBALS = frozenset(
+    {"__annotations__", "__debug__", "__doc__", "__file__", "__name__", "__package__", "__spec__"}
+)
+"""The module globals a program finds defined (Monty 1.6, found by calling each of
+CPython's): a call of one reaches its value (``'str' object is not callable``)."""
+
+RESERVED = frozenset(_BUILTINS | _MODULES | _GLOBALS | {"result"})
+"""Names a tool's function does not take: the sandbox's builtins, its modules and
+globals, and ``result``. Else the program's call would reach the builtin (``await
+list(...)``) or the global (``await __name__(...)``), not the tool."""
 
 
 def valid_identifier(name: str, taken: set[str]) -> str:
