@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
 
 __all__ = [
+    "CLOSED_MID_CALL",
     "FORKED",
     "ClientTypeError",
     "accept_client",
@@ -256,6 +257,10 @@ def client_from_env() -> AsyncOpenAI:
 FORKED = (
     "this LlmCycle was used before this process was forked, and its client's connections "
     "stay the parent's: make a new LlmCycle (with a new client) in this process"
+)
+CLOSED_MID_CALL = (
+    "this LlmCycle was closed while the call ran: close() closed the client it made, "
+    "so the call's next request could not be sent; close a cycle once its calls end"
 )
 _MOVED = (
     "this LlmCycle's last call ran in another event loop, which its client's connections "
