@@ -101,7 +101,7 @@ class Session:
 
     Example:
         >>> Session()
-        Session(requests=0, busy=False)
+        Session(requests=0, busy=False, closed=False)
     """
 
     requests: int = 0
