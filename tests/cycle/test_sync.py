@@ -372,9 +372,11 @@ def test_a_cycle_used_before_a_fork_says_so_in_the_child_and_sends_nothing() -> 
 
 def test_a_closed_cycle_refuses_a_call_before_sending_it(serve: Serve) -> None:
     server = serve(S.reply_text("never sent"))
-    cycle = LlmCycle(CONFIG, client=server.client(timeout=10.0))
+    caller = server.client(timeout=10.0)
+    cycle = LlmCycle(CONFIG, client=caller)
     cycle.close_sync()
     assert cycle.submit_sync("still here?").text == "never sent"  # the caller's client
+    _sync.run(caller.close())  # its connection is on the library's loop, where it was used
     owned = LlmCycle(CONFIG, client=OpenAI(base_url=server.base_url, api_key="sk-sync"))
     owned.close_sync()  # a sync client's async twin is the cycle's own
     with pytest.raises(LlmUsageError, match="this LlmCycle is closed"):
