@@ -355,8 +355,9 @@ class LlmCycle(TranscriptViews):
         """Close the SDK client if this cycle created it.
 
         A client passed as ``client=`` (or a requester passed as ``requester=``)
-        belongs to the caller, who closes it. A call still running when the cycle's own
-        client closes raises :class:`~agcore_tools.LlmUsageError` at its next request.
+        belongs to the caller, who closes it. A call still running when the cycle closes
+        its own client raises :class:`~agcore_tools.LlmUsageError` at its next request (a
+        response being streamed then fails as a dropped stream does, with ``LlmError``).
 
         Example:
             >>> async def main() -> None:
