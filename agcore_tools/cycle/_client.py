@@ -44,6 +44,7 @@ __all__ = [
     "accept_client",
     "check_client_loop",
     "client_from_env",
+    "closed_mid_call",
     "loop_misuse",
     "provided_keys",
 ]
@@ -257,6 +258,11 @@ FORKED = (
     "this LlmCycle was used before this process was forked, and its client's connections "
     "stay the parent's: make a new LlmCycle (with a new client) in this process"
 )
+_CLOSED_MID_CALL = (
+    "this LlmCycle was closed while the call ran: close() closed the client it made, "
+    "so the call's next request could not be sent; close a cycle once its calls end"
+)
+_CLIENT_CLOSED = "the client has been closed"  # httpx's (and httpx2's) text
 _MOVED = (
     "this LlmCycle's last call ran in another event loop, which its client's connections "
     "belong to: use a cycle from one loop (its *_sync methods share the library's own), "
@@ -269,6 +275,26 @@ _CLOSED_LOOP_FIX = (
     "use one client per event loop, for the *_sync calls a sync OpenAI client (the cycle "
     "builds its twin on agcore_tools' own loop)"
 )
+
+
+def closed_mid_call(exc: RuntimeError, *, closed: bool) -> LlmUsageError | None:
+    """What the app did, when a run's ``RuntimeError`` is the HTTP client's "Cannot send
+    a request, as the client has been closed." and ``closed`` (the cycle's ``close()``
+    closed the client it made while the call ran): the run raises this instead, with
+    the HTTP client's error as its cause. Any other ``RuntimeError`` is left as it is.
+
+    Example:
+        >>> sent = RuntimeError("Cannot send a request, as the client has been closed.")
+        >>> closed_mid_call(sent, closed=True)  # doctest: +ELLIPSIS
+        LlmUsageError("this LlmCycle was closed while the call ran: ...")
+        >>> closed_mid_call(sent, closed=False) is None
+        True
+        >>> closed_mid_call(RuntimeError("an app's own error"), closed=True) is None
+        True
+    """
+    if closed and type(exc) is RuntimeError and _CLIENT_CLOSED in str(exc):
+        return LlmUsageError(_CLOSED_MID_CALL)
+    return None
 
 
 def loop_misuse(

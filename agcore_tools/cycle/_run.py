@@ -36,7 +36,7 @@ from ..error import (
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response
 from ._call_ids import IDS_PAST_HISTORY, UNIQUE_CALL_IDS, call_ids, first_free_tag
-from ._client import FORKED, check_client_loop, loop_misuse
+from ._client import FORKED, check_client_loop, closed_mid_call, loop_misuse
 from ._costs import NO_TOOL_COSTS, CostMeter
 from ._outcome import Outcome
 from ._output import FINAL_TOOL, OutputRun, Verdict, start_output
@@ -101,7 +101,7 @@ class Session:
 
     Example:
         >>> Session()
-        Session(requests=0, busy=False)
+        Session(requests=0, busy=False, closed=False)
     """
 
     requests: int = 0
@@ -110,6 +110,8 @@ class Session:
     holds (see :func:`first_free_tag`)."""
     busy: bool = False
     """True while a call runs: one cycle runs one call at a time."""
+    closed: bool = False
+    """True once ``close()`` closed the client the cycle made: a call running then ends."""
     profile: ServerProfile | None = field(default=None, repr=False)
     """The server profile the last call ran with, so a change is logged once."""
     adapted: tuple[ServerProfile | None, ServerProfile] | None = field(default=None, repr=False)
@@ -565,7 +567,9 @@ class Run:
                     return
         except RuntimeError as exc:
             sdk = isinstance(self.requester, OpenAIRequester)
-            misuse = loop_misuse(exc, moved=moved, forked=forked, sdk_client=sdk)
+            misuse = closed_mid_call(exc, closed=session.closed) or loop_misuse(
+                exc, moved=moved, forked=forked, sdk_client=sdk
+            )
             if misuse is not None:
                 raise misuse from exc
             raise

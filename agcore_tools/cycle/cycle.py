@@ -355,7 +355,9 @@ class LlmCycle(TranscriptViews):
         """Close the SDK client if this cycle created it.
 
         A client passed as ``client=`` (or a requester passed as ``requester=``)
-        belongs to the caller, who closes it.
+        belongs to the caller, who closes it. A call still running when the cycle closes
+        its own client raises :class:`~agcore_tools.LlmUsageError` at its next request (a
+        response being streamed then fails as a dropped stream does, with ``LlmError``).
 
         Example:
             >>> async def main() -> None:
@@ -363,7 +365,7 @@ class LlmCycle(TranscriptViews):
             ...         print((await cycle.submit("Hi")).text)
         """
         if self._owns_client and self.client is not None:
-            self._closed = True
+            self._closed = self._session.closed = True
             await self.client.close()
 
     @deprecated("LlmCycle.aclose() is deprecated; use LlmCycle.close()", category=None)

@@ -428,6 +428,8 @@ def _pause_in_a_child_and_kill_it(model_url: str, mcp_url: str, folder: Path) ->
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait(10)
+        assert child.stdout is not None
+        child.stdout.close()  # else a ResourceWarning when the pipe is collected
     saved: list[Any] = json.loads(history.read_text())
     return saved
 

@@ -81,6 +81,8 @@ def _child_leg(mode: str, model_url: str, mcp_url: str, era: str, history: Path)
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait(10)
+        assert child.stdout is not None
+        child.stdout.close()  # else a ResourceWarning when the pipe is collected
     return json.loads(line)
 
 

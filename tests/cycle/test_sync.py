@@ -372,14 +372,47 @@ def test_a_cycle_used_before_a_fork_says_so_in_the_child_and_sends_nothing() -> 
 
 def test_a_closed_cycle_refuses_a_call_before_sending_it(serve: Serve) -> None:
     server = serve(S.reply_text("never sent"))
-    cycle = LlmCycle(CONFIG, client=server.client(timeout=10.0))
+    caller = server.client(timeout=10.0)
+    cycle = LlmCycle(CONFIG, client=caller)
     cycle.close_sync()
     assert cycle.submit_sync("still here?").text == "never sent"  # the caller's client
+    _sync.run(caller.close())  # its connection is on the library's loop, where it was used
     owned = LlmCycle(CONFIG, client=OpenAI(base_url=server.base_url, api_key="sk-sync"))
     owned.close_sync()  # a sync client's async twin is the cycle's own
     with pytest.raises(LlmUsageError, match="this LlmCycle is closed"):
         owned.submit_sync("hello")
     assert len(server.requests) == 1
+
+
+async def test_a_cycle_closed_while_its_call_runs_a_tool_ends_the_call_with_a_usage_error(
+    serve: Serve,
+) -> None:
+    # An app shutting down (a web server's lifespan) closes the cycle while a call's
+    # tool runs: the call's next request finds the client closed. It said so with the
+    # HTTP client's bare RuntimeError, which no `except AgcoreError` caught.
+    server = serve(S.reply_tool_calls([("wait", {})]), S.reply_text("never sent"))
+    registry = ToolRegistry()
+    running, release = asyncio.Event(), asyncio.Event()
+
+    @registry.tool
+    async def wait() -> str:
+        """Wait for the test."""
+        running.set()
+        await release.wait()
+        return "done"
+
+    owned = LlmCycle(CONFIG, client=sync_client(server))  # its async twin is the cycle's own
+    call = asyncio.ensure_future(owned.submit_with_tools("go", registry))
+    await asyncio.wait_for(running.wait(), 10)
+    await owned.close()
+    release.set()
+    with pytest.raises(
+        LlmUsageError, match="this LlmCycle was closed while the call ran"
+    ) as raised:
+        await asyncio.wait_for(call, 10)
+    assert isinstance(raised.value.__cause__, RuntimeError)
+    assert len(server.requests) == 1  # the answer of the tool call was never sent
+    assert_history_valid(owned.messages)
 
 
 async def test_a_sync_loop_called_inside_a_running_loop_does_not_deadlock(
