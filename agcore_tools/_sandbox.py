@@ -21,6 +21,7 @@ import contextlib
 import importlib
 import importlib.util
 import keyword
+import os
 import re
 import threading
 import time
@@ -269,8 +270,17 @@ class ExitGrace:
         if left > 0:
             time.sleep(left)
 
+    def forked(self) -> None:
+        """In a forked child: none of the parent's sandboxes or Monty's threads are here,
+        and a lock another parent thread held at the fork would never be released."""
+        self._lock = threading.Lock()
+        self._open = 0
+        self._closed_at = None
+
 
 _exit_grace = ExitGrace(EXIT_GRACE)
+if hasattr(os, "register_at_fork"):  # pragma: no branch - absent on Windows only
+    os.register_at_fork(after_in_child=_exit_grace.forked)
 
 
 class MontySandbox:
