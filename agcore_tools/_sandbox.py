@@ -252,7 +252,7 @@ class ExitGrace:
     def closed(self) -> None:
         """A sandbox closed (its Monty pool with it)."""
         with self._lock:
-            self._open -= 1
+            self._open = max(0, self._open - 1)  # one of the parent's, in a forked child
             self._closed_at = time.monotonic()
 
     def left(self) -> float:

@@ -75,6 +75,10 @@ def test_exit_waits_only_while_a_program_ended_moments_ago() -> None:
     grace.wait()  # the grace is over: exit waits for nothing
     assert time.monotonic() - started < 0.05
     atexit.unregister(grace.wait)  # opened() registered it for this test's process
+    inherited = sandbox.ExitGrace(0.01)
+    inherited.closed()  # a sandbox of the parent's, closed in a forked child
+    inherited.wait()
+    assert inherited.left() == 0.0
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
