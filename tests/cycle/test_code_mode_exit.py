@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from agcore_tools import _exit_grace as grace_module
 from agcore_tools import _sandbox as sandbox
 
 pytest.importorskip("pydantic_monty")
@@ -55,13 +56,13 @@ def test_a_process_that_exits_right_after_its_programs_exits_with_0() -> None:
 
 async def test_a_sandbox_holds_the_exit_while_open_and_just_after() -> None:
     async with sandbox.MontySandbox({}, sandbox.DEFAULT_LIMITS) as box:
-        assert sandbox._exit_grace.left() == sandbox.EXIT_GRACE
+        assert grace_module.exit_grace.left() == grace_module.EXIT_GRACE
         await box.start("1")
-    assert 0.0 < sandbox._exit_grace.left() <= sandbox.EXIT_GRACE
+    assert 0.0 < grace_module.exit_grace.left() <= grace_module.EXIT_GRACE
 
 
 def test_exit_waits_only_while_a_program_ended_moments_ago() -> None:
-    grace = sandbox.ExitGrace(0.2)
+    grace = grace_module.ExitGrace(0.2)
     assert grace.left() == 0.0  # no sandbox yet
     grace.opened()
     assert grace.left() == 0.2  # one is open: the whole grace
@@ -75,7 +76,7 @@ def test_exit_waits_only_while_a_program_ended_moments_ago() -> None:
     grace.wait()  # the grace is over: exit waits for nothing
     assert time.monotonic() - started < 0.05
     atexit.unregister(grace.wait)  # opened() registered it for this test's process
-    inherited = sandbox.ExitGrace(0.01)
+    inherited = grace_module.ExitGrace(0.01)
     inherited.closed()  # a sandbox of the parent's, closed in a forked child
     inherited.wait()
     assert inherited.left() == 0.0
@@ -88,7 +89,7 @@ def test_a_forked_child_does_not_wait_for_its_parents_sandboxes() -> None:
     code = textwrap.dedent(
         """
         import os, signal, sys, threading
-        from agcore_tools._sandbox import _exit_grace
+        from agcore_tools._exit_grace import exit_grace as _exit_grace
         _exit_grace.opened()  # a sandbox open in the parent
         held, release = threading.Event(), threading.Event()
         def hold():  # another thread of the parent's, in the grace's bookkeeping
