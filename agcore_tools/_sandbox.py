@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from pydantic_core import to_jsonable_python
 
+from ._exit_grace import exit_grace
 from .error import ApprovalError, LlmConfigError, ProgramError, ToolExecutionError
 
 __all__ = [
@@ -231,6 +232,8 @@ class MontySandbox:
     async def __aenter__(self) -> MontySandbox:
         monty = self._monty = require_monty()
         async with contextlib.AsyncExitStack() as stack:
+            exit_grace.opened()
+            stack.callback(exit_grace.closed)
             pool = await stack.enter_async_context(
                 monty.AsyncMonty(
                     min_processes=1,
