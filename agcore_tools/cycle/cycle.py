@@ -167,8 +167,7 @@ class LlmCycle(TranscriptViews):
             # A lone surrogate (a file name os.listdir decoded) would fail every request.
             self.messages.append({"role": "system", "content": scrub(system_prompt)})
         self._owns_client = owned
-        self._closed = False
-        self._session = Session()  # request count, busy flag, a resumed run's state
+        self._session = Session()  # request count, busy and closed flags, a resumed run's state
 
     # -- public API ----------------------------------------------------------------
 
@@ -365,7 +364,7 @@ class LlmCycle(TranscriptViews):
             ...         print((await cycle.submit("Hi")).text)
         """
         if self._owns_client and self.client is not None:
-            self._closed = self._session.closed = True
+            self._session.closed = True
             await self.client.close()
 
     @deprecated("LlmCycle.aclose() is deprecated; use LlmCycle.close()", category=None)
@@ -509,7 +508,7 @@ class LlmCycle(TranscriptViews):
         output_type: Any = None,
         approvals: Iterable[ApprovalDecision | InputAnswer] | None = None,
     ) -> EventStream:
-        if self._closed:
+        if self._session.closed:
             raise LlmUsageError(
                 "this LlmCycle is closed: close() closed the client it made; make a new LlmCycle"
             )
