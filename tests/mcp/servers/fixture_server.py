@@ -206,8 +206,11 @@ async def slow(seconds: float, marker: str = "") -> str:
     except asyncio.CancelledError:
         if marker:
             # A synchronous write on purpose: the task is being cancelled, so awaiting
-            # a thread here would be cancelled too.
-            Path(marker).write_text("cancelled")  # noqa: ASYNC240
+            # a thread here would be cancelled too. Written aside and renamed, so a test
+            # that sees the file never reads it empty (write_text creates, then writes).
+            part = Path(marker + ".part")
+            part.write_text("cancelled")  # noqa: ASYNC240
+            os.replace(part, marker)
         raise
     return f"slept {seconds}"
 
