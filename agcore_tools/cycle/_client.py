@@ -44,7 +44,7 @@ __all__ = [
     "accept_client",
     "check_client_loop",
     "client_from_env",
-    "closed_mid_call",
+    "closed_client",
     "loop_misuse",
     "provided_keys",
 ]
@@ -258,9 +258,10 @@ FORKED = (
     "this LlmCycle was used before this process was forked, and its client's connections "
     "stay the parent's: make a new LlmCycle (with a new client) in this process"
 )
-_CLOSED_MID_CALL = (
-    "this LlmCycle was closed while the call ran: close() closed the client it made, "
-    "so the call's next request could not be sent; close a cycle once its calls end"
+_CLIENT_WAS_CLOSED = (
+    "the OpenAI client was closed before or while this call's model request was sent, so "
+    "the request failed: LlmCycle.close() closes a client the cycle made, and an app "
+    "closes its own; close either once the calls that use it have ended"
 )
 _CLIENT_CLOSED = "the client has been closed"  # httpx's (and httpx2's) text
 _MOVED = (
@@ -277,23 +278,28 @@ _CLOSED_LOOP_FIX = (
 )
 
 
-def closed_mid_call(exc: RuntimeError, *, closed: bool) -> LlmUsageError | None:
-    """What the app did, when a run's ``RuntimeError`` is the HTTP client's "Cannot send
-    a request, as the client has been closed." and ``closed`` (the cycle's ``close()``
-    closed the client it made while the call ran): the run raises this instead, with
-    the HTTP client's error as its cause. Any other ``RuntimeError`` is left as it is.
+def closed_client(exc: BaseException, *, closed: bool, cut: bool) -> LlmUsageError | None:
+    """What the app did, when a request fails while its SDK client is ``closed``
+    (``client.is_closed()``: the cycle's ``close()`` closed the client it made, or the
+    app closed its own, before the call or while it ran): the request raises this
+    instead, with the SDK's error as its cause. ``exc`` is how a closed client fails:
+    the HTTP client's ``RuntimeError`` ("Cannot send a request, as the client has been
+    closed."), or a connection error (``cut``: the response it was reading was cut).
+    Anything else is left as it is.
 
     Example:
         >>> sent = RuntimeError("Cannot send a request, as the client has been closed.")
-        >>> closed_mid_call(sent, closed=True)  # doctest: +ELLIPSIS
-        LlmUsageError("this LlmCycle was closed while the call ran: ...")
-        >>> closed_mid_call(sent, closed=False) is None
+        >>> closed_client(sent, closed=True, cut=False)  # doctest: +ELLIPSIS
+        LlmUsageError("the OpenAI client was closed before or while ...")
+        >>> closed_client(sent, closed=False, cut=False) is None
         True
-        >>> closed_mid_call(RuntimeError("an app's own error"), closed=True) is None
+        >>> closed_client(RuntimeError("an app's own error"), closed=True, cut=False) is None
         True
     """
-    if closed and type(exc) is RuntimeError and _CLIENT_CLOSED in str(exc):
-        return LlmUsageError(_CLOSED_MID_CALL)
+    if not closed:
+        return None
+    if cut or (type(exc) is RuntimeError and _CLIENT_CLOSED in str(exc)):
+        return LlmUsageError(_CLIENT_WAS_CLOSED)
     return None
 
 

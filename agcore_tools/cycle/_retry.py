@@ -117,6 +117,18 @@ class RetryPolicy:
     """Cap of the computed (not the server-given) wait."""
     redact: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
     """Masks the secrets in an error's text before a retry's log line shows it."""
+    halted: Callable[[], bool] | None = field(default=None, repr=False, compare=False)
+    """True once no retry can succeed (the client was closed): a failure is then final."""
+
+    def retryable(self, error: BaseException) -> bool:
+        """Whether a failed attempt is tried again: ``error`` is one a retry may
+        resolve (:func:`is_retryable`), and the policy is not ``halted``.
+
+        Example:
+            >>> RetryPolicy(halted=lambda: True).retryable(TimeoutError())
+            False
+        """
+        return is_retryable(error) and not (self.halted is not None and self.halted())
 
     def backoff(self, attempt: int) -> float:
         """The wait before retry ``attempt`` (from 1), before jitter."""
@@ -151,7 +163,7 @@ class RetryPolicy:
         try:
             return await attempt()
         except Exception as exc:
-            if self.max_retries == 0 or not is_retryable(exc):
+            if self.max_retries == 0 or not self.retryable(exc):
                 raise
             first_error = exc
         wait = self.delay(first_error, 1)
@@ -175,7 +187,7 @@ class RetryPolicy:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_retries),
             wait=wait_for,
-            retry=retry_if_exception(is_retryable),
+            retry=retry_if_exception(self.retryable),
             before_sleep=log,
             reraise=True,
         )

@@ -36,7 +36,7 @@ from ..error import (
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response
 from ._call_ids import IDS_PAST_HISTORY, UNIQUE_CALL_IDS, call_ids, first_free_tag
-from ._client import FORKED, check_client_loop, closed_mid_call, loop_misuse
+from ._client import FORKED, check_client_loop, loop_misuse
 from ._costs import NO_TOOL_COSTS, CostMeter
 from ._outcome import Outcome
 from ._output import FINAL_TOOL, OutputRun, Verdict, start_output
@@ -567,9 +567,7 @@ class Run:
                     return
         except RuntimeError as exc:
             sdk = isinstance(self.requester, OpenAIRequester)
-            misuse = closed_mid_call(exc, closed=session.closed) or loop_misuse(
-                exc, moved=moved, forked=forked, sdk_client=sdk
-            )
+            misuse = loop_misuse(exc, moved=moved, forked=forked, sdk_client=sdk)
             if misuse is not None:
                 raise misuse from exc
             raise

@@ -355,8 +355,8 @@ class LlmCycle(TranscriptViews):
 
         A client passed as ``client=`` (or a requester passed as ``requester=``)
         belongs to the caller, who closes it. A call still running when the cycle closes
-        its own client raises :class:`~agcore_tools.LlmUsageError` at its next request (a
-        response being streamed then fails as a dropped stream does, with ``LlmError``).
+        its own client raises :class:`~agcore_tools.LlmUsageError` at its next request, or
+        at once if a response was being received (the request is not retried).
 
         Example:
             >>> async def main() -> None:

@@ -32,7 +32,7 @@ from .._redact import (
     url_without_secrets,
 )
 from ..error import ClientTypeError, LlmConfigError, LlmError
-from ._client import provided_keys
+from ._client import closed_client, provided_keys
 from ._requester import retryless
 from ._retry import RetryPolicy
 from ._wire import close_stream, open_stream
@@ -292,8 +292,14 @@ class OpenAIRequester(Requester):
         retries = config.retries
         # A server (a proxy, a gateway) may echo the bearer token in its error's body.
         redact = functools.partial(self.redact, turn.params)
-        retry = RetryPolicy(retries.max_retries, retries.initial_delay, retries.max_delay, redact)
+        # A closed client (the cycle's close(), or the app's own) fails every retry.
+        closed = self.client.is_closed
+        retry = RetryPolicy(
+            retries.max_retries, retries.initial_delay, retries.max_delay, redact, closed
+        )
         completions, params = wire.request(self._sender, turn.params)
+        # An httpx-based SDK (openai 1.x) lets the transport's error through mid-stream.
+        broken: tuple[type[Exception], ...] = (APIConnectionError, *_transport_errors())
         # 1. Retries cover the request up to the first chunk; never a started stream.
         try:
             if not turn.stream:
@@ -303,18 +309,23 @@ class OpenAIRequester(Requester):
             response, first = await retry.call(functools.partial(open_stream, completions, params))
         except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
             # or JSON nested too deeply to parse
+            cut = isinstance(exc, broken)
+            if (misuse := closed_client(exc, closed=closed(), cut=cut)) is not None:
+                raise misuse from masked_error(exc, redact)
             why = redact(f"{_described(exc)}{_unreached(exc, self.client)}")
             # From a masked stand-in of exc when exc quotes a secret: a traceback prints
             # the whole chain.
             raise LlmError(f"{wire.name} request failed: {why}") from masked_error(exc, redact)
+        except RuntimeError as exc:  # after RecursionError's clause: it is one
+            if (misuse := closed_client(exc, closed=closed(), cut=False)) is not None:
+                raise misuse from exc
+            raise
         except LlmError as exc:  # a body that is no event stream, quoted
             masked = redact(str(exc))
             if masked == str(exc) or type(exc) is not LlmError:
                 raise
             # Its cause, not itself: the unmasked text would show in a traceback.
             raise LlmError(masked) from exc.__cause__
-        # An httpx-based SDK (openai 1.x) lets the transport's error through mid-stream.
-        broken: tuple[type[Exception], ...] = (APIConnectionError, *_transport_errors())
         # 2. Read the stream; closing it on any exit (cancellation included) drops the
         #    HTTP connection, which tells the server to stop generating.
         try:
@@ -331,6 +342,8 @@ class OpenAIRequester(Requester):
                     # The transport's text may quote what the server sent (a token).
                     broke = redact(f"{type(exc).__name__}: {exc}{_root_cause(exc)}")
                     if builder.raw_reason is None:
+                        if (misuse := closed_client(exc, closed=closed(), cut=True)) is not None:
+                            raise misuse from masked_error(exc, redact)
                         raise LlmError(
                             f"the model's stream failed after {read} chunk(s): {broke}"
                         ) from masked_error(exc, redact)
@@ -382,6 +395,11 @@ class OpenAIRequester(Requester):
         try:
             raw = await self._sender.models.with_raw_response.list(timeout=_PROBE_TIMEOUT)
             found = profile_for_models(raw.http_response.json(), raw.headers)
+        except RuntimeError as exc:
+            closed = self.client.is_closed()
+            if (misuse := closed_client(exc, closed=closed, cut=False)) is not None:
+                raise misuse from exc
+            raise
         except (OpenAIError, ValueError) as exc:
             # A server without a model list is common; OpenAI's profile then applies.
             why = self.redact({}, f"{type(exc).__name__}: {exc}")

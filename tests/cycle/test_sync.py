@@ -407,7 +407,7 @@ async def test_a_cycle_closed_while_its_call_runs_a_tool_ends_the_call_with_a_us
     await owned.close()
     release.set()
     with pytest.raises(
-        LlmUsageError, match="this LlmCycle was closed while the call ran"
+        LlmUsageError, match="the OpenAI client was closed before or while this call"
     ) as raised:
         await asyncio.wait_for(call, 10)
     assert isinstance(raised.value.__cause__, RuntimeError)
