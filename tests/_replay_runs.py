@@ -29,6 +29,9 @@ from agcore_tools import (
 from agcore_tools.testing import Cassette, ScriptedChatServer, no_network
 
 ROOT = Path(__file__).resolve().parents[1]
+# For a pytest run in a subprocess that tests the plugin: hypothesis' own plugin, which
+# the plugin never meets, takes about 1.3 s of each run's start-up to import.
+NO_HYPOTHESIS = ("-p", "no:hypothesispytest")
 LLAMA_CASSETTE = ROOT / "tests" / "cassettes" / "llama_tool_run.json"
 S = ScriptedChatServer
 

@@ -14,7 +14,7 @@ import pytest
 
 from agcore_tools.testing import Cassette, CassetteError
 
-from ._replay_runs import ROOT
+from ._replay_runs import NO_HYPOTHESIS, ROOT
 
 ONE_TEST = """
 from agcore_tools import CycleConfig, LlmCycle
@@ -72,7 +72,7 @@ def _pytest(
     (folder / "test_plugin_run.py").write_text(textwrap.dedent(test))
     path = os.pathsep.join(str(p) for p in (ROOT, site) if p is not None)
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto", *args],
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *NO_HYPOTHESIS, "-o", "asyncio_mode=auto", *args],
         cwd=folder, capture_output=True, text=True, timeout=120,
         env={**os.environ, "PYTHONPATH": path, **(env or {})},
     )  # fmt: skip

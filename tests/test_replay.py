@@ -38,6 +38,7 @@ from agcore_tools.testing import (
 
 from ._replay_runs import (
     FIVE_TURN_SCRIPT,
+    NO_HYPOTHESIS,
     ROOT,
     S,
     five_turns,
@@ -671,7 +672,7 @@ def _pytest(
     (folder / "conftest.py").write_text('pytest_plugins = ["agcore_tools.testing.pytest_plugin"]\n')
     (folder / "test_plugin_run.py").write_text(f"PROMPT = {prompt!r}\n" + textwrap.dedent(test))
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto", *args],
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *NO_HYPOTHESIS, "-o", "asyncio_mode=auto", *args],
         cwd=folder, capture_output=True, text=True, timeout=120,
         env={**__import__("os").environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )  # fmt: skip
