@@ -35,6 +35,7 @@ from collections.abc import Coroutine
 from typing import Any, Protocol, TypeVar
 
 from ._aio import blocking
+from ._exit_grace import exit_grace
 from .error import SyncCallError
 
 __all__ = [
@@ -479,6 +480,10 @@ def _shutdown() -> None:
     current.thread.join(_GRACE)
     if not current.thread.is_alive():
         loop.close()
+    # A code-mode sandbox the wind-down closed gets the time its Monty threads need,
+    # which the grace's own exit hook could not give it: registered at the first
+    # sandbox, after this one, it ran first (atexit runs the last registered first).
+    exit_grace.wait()
 
 
 def inherited(loop: asyncio.AbstractEventLoop | None) -> bool:

@@ -112,3 +112,42 @@ def test_a_forked_child_does_not_wait_for_its_parents_sandboxes() -> None:
         [sys.executable, "-c", code], capture_output=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_a_sandbox_closed_by_the_library_loops_shutdown_gets_the_whole_grace() -> None:
+    # A program still running on the library's loop at exit (a *_sync call in another
+    # thread) is closed by the loop's wind-down, an exit hook registered before the
+    # grace's: the grace, run first, had ended before that sandbox closed.
+    code = textwrap.dedent(
+        """
+        import asyncio, atexit, threading
+
+        def last() -> None:  # registered first: the last exit hook to run
+            print("left", grace.exit_grace.left(), flush=True)
+
+        atexit.register(last)
+
+        from agcore_tools import _exit_grace as grace, _sync
+        from agcore_tools._sandbox import DEFAULT_LIMITS, MontySandbox
+        from agcore_tools.error import SyncCallError
+
+        started = threading.Event()
+
+        async def hold() -> None:
+            async with MontySandbox({}, DEFAULT_LIMITS) as box:
+                await box.start("1")
+                started.set()
+                await asyncio.Event().wait()  # until the loop's wind-down cancels it
+
+        def call() -> None:
+            try:
+                _sync.run(hold())
+            except SyncCallError:  # cancelled at exit, as said
+                pass
+
+        threading.Thread(target=call, daemon=True).start()
+        assert started.wait(60)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "left 0.0\n"), done.stderr
