@@ -368,23 +368,22 @@ async def test_lax_coercion_and_defaults(registry: ToolRegistry) -> None:
 
 async def test_sync_functions_run_in_a_worker_thread(registry: ToolRegistry) -> None:
     loop_thread = threading.get_ident()
+    ticked = threading.Event()
 
     @registry.tool
-    def where() -> int:
-        time.sleep(0.05)
-        return threading.get_ident()
-
-    ticks = 0
+    def where() -> dict[str, int | bool]:
+        # Blocks until the loop has ticked four times: on the loop's own thread it
+        # would stop the ticker, and see the wait run out instead.
+        return {"thread": threading.get_ident(), "loop_ran": ticked.wait(10)}
 
     async def ticker() -> None:
-        nonlocal ticks
         for _ in range(4):
             await asyncio.sleep(0.005)
-            ticks += 1
+        ticked.set()
 
     inv, _ = await asyncio.gather(registry.invoke("where", {}), ticker())
-    assert inv.output != loop_thread
-    assert ticks == 4  # the loop kept running while the tool blocked
+    assert inv.output == {"thread": inv.output["thread"], "loop_ran": True}
+    assert inv.output["thread"] != loop_thread
 
 
 async def test_return_values_become_json_compatible(registry: ToolRegistry) -> None:
