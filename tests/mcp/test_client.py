@@ -763,7 +763,10 @@ async def test_cancelling_connect_stops_the_server() -> None:
         "slowstart", StdioTransport(sys.executable, ["-c", code], stop_grace=0.5), timeout=30
     )
     connecting = asyncio.create_task(client.connect())
-    await asyncio.sleep(0.5)
+    deadline = time.monotonic() + 15
+    while client.pid is None:  # not a fixed 0.5 s, which a loaded machine can overrun
+        assert time.monotonic() < deadline, "the server was never started"
+        await asyncio.sleep(0.02)
     pid = client.pid
     assert pid is not None
     connecting.cancel()
