@@ -28,7 +28,14 @@ from agcore_tools import (
 )
 from agcore_tools.calls import model_text
 
-from .conftest import FAULTS, FaultServer, assert_group_gone, assert_no_stray_tasks, pid_alive
+from .conftest import (
+    FAULTS,
+    FaultServer,
+    assert_group_gone,
+    assert_no_stray_tasks,
+    pid_alive,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -36,13 +43,6 @@ pytestmark = pytest.mark.timeout(90)
 def fault_stdio(**options: Any) -> McpClient:
     options.setdefault("timeout", 20)
     return McpClient("faulty", StdioTransport(sys.executable, [str(FAULTS)]), **options)
-
-
-async def wait_until(condition: Any, what: str, seconds: float = 15) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
 
 
 # -- the policy -------------------------------------------------------------------------
