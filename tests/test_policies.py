@@ -181,16 +181,22 @@ def test_a_forked_child_does_not_inherit_the_slots_its_parent_s_calls_hold() -> 
 
 async def test_waiting_for_a_slot_counts_against_the_timeout() -> None:
     registry = ToolRegistry()
+    # The first call holds the slot until the second has timed out (not for 0.3 s: a
+    # test descheduled that long gave the second call a free slot).
+    entered, release = asyncio.Event(), asyncio.Event()
 
     @registry.tool(policy=ToolPolicy(concurrency=1))
-    async def hold(seconds: float) -> str:
+    async def hold(first: bool) -> str:
         """Hold the slot."""
-        await asyncio.sleep(seconds)
+        if first:
+            entered.set()
+            await release.wait()
         return "done"
 
-    holding = asyncio.ensure_future(registry.invoke_all([("hold", {"seconds": 0.3})], timeout=5))
-    await asyncio.sleep(0.01)  # the first call has the slot
-    [second] = await registry.invoke_all([("hold", {"seconds": 0.0})], timeout=0.1)
+    holding = asyncio.ensure_future(registry.invoke_all([("hold", {"first": True})], timeout=5))
+    await asyncio.wait_for(entered.wait(), 5)  # the first call has the slot
+    [second] = await registry.invoke_all([("hold", {"first": False})], timeout=0.1)
+    release.set()
     [first] = await holding
     assert first.ok and isinstance(second.error, ToolTimeoutError)
     # The second never got its slot: it timed out waiting, and never ran; the model is

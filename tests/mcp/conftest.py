@@ -367,6 +367,15 @@ async def assert_no_stray_tasks() -> None:
     assert not others, f"tasks left running: {others}"
 
 
+async def wait_until(condition: Callable[[], bool], what: str, seconds: float = 15) -> None:
+    """Return once ``condition()`` holds; fail naming ``what`` after ``seconds``. For a
+    state another process or task reaches in its own time (not a fixed sleep)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
 T = TypeVar("T")
 
 

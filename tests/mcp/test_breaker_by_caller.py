@@ -9,8 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,7 +26,7 @@ from agcore_tools import (
 )
 from agcore_tools.mcp import McpTool, McpToolInfo
 
-from .conftest import FIXTURE, ROOT, SERVERS, assert_no_stray_tasks
+from .conftest import FIXTURE, ROOT, SERVERS, assert_no_stray_tasks, wait_until
 
 POLICY = ToolPolicy(breaker=Breaker(failures=1, window=60.0, cool_down=60.0))
 
@@ -129,13 +127,6 @@ def silent_from(tmp_path: Path, start: int) -> StdioTransport:
     return StdioTransport(
         sys.executable, [str(SERVERS / "initialize_gate.py")], env=env, stop_grace=0.5
     )
-
-
-async def wait_until(condition: Callable[[], bool], what: str, seconds: float = 15) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
 
 
 def starts(tmp_path: Path) -> int:

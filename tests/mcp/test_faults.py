@@ -91,16 +91,23 @@ async def test_without_recovery_a_lost_session_says_so_and_connected_turns_false
 async def test_a_restart_during_a_call_retries_it_only_if_it_is_safe_to_repeat(
     fault_server: FaultServer, tmp_path: Path, tool: str, retried: bool
 ) -> None:
-    marker = tmp_path / "started"
+    marker, release = tmp_path / "started", tmp_path / "release"
     client = client_for(fault_server, "legacy")
     async with client:
-        call = asyncio.create_task(client.call_tool(tool, {"seconds": 1, "marker": str(marker)}))
+        # Held until the test releases it, not for 1 s: a test descheduled that long
+        # restarted a server whose call had already ended.
+        held = {"seconds": 30, "marker": str(marker), "release": str(release)}
+        call = asyncio.create_task(client.call_tool(tool, held))
         await wait_for(lambda: asyncio.to_thread(marker.exists), "the call to start")
         marker.unlink()
         fault_server.restart()
         if retried:
-            assert await call == "held 1.0"
-            assert marker.exists(), "the read-only call ran again on the new server"
+            await wait_for(
+                lambda: asyncio.to_thread(marker.exists), "the call to run again on the new server"
+            )
+            release.touch()
+            assert await call == "held 30.0"
+            assert marker.read_text() == "finished"
         else:
             with pytest.raises(McpError, match="connection lost") as info:
                 await call

@@ -7,29 +7,19 @@ which cuts the GET stream's connection, or refuses new ones.
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable
-
 import pytest
 
 from agcore_tools import McpClient, StreamableHttpTransport
 
 from ._faultproxy import FaultProxy
 from .conftest import FaultServer
+from .conftest import wait_until as until
 
 pytestmark = pytest.mark.timeout(90)
 
 SDK_ATTEMPTS = 2
 """Failures in a row after which the SDK gives the GET stream up
 (mcp.client.streamable_http.MAX_RECONNECTION_ATTEMPTS)."""
-
-
-async def until(condition: Callable[[], bool], what: str, seconds: float = 15) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
 
 
 async def names(client: McpClient) -> list[str]:

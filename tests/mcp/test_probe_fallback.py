@@ -39,6 +39,7 @@ from .conftest import (
     handwritten,
     live_children,
     old_sdk_python,
+    wait_until,
 )
 
 pytestmark = pytest.mark.timeout(120)
@@ -50,13 +51,6 @@ def probe_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
         for r in caplog.records
         if r.name == "agcore_tools.mcp" and "protocol probe" in r.getMessage()
     ]
-
-
-async def wait_until(condition: Any, what: str, seconds: float = 15) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
 
 
 def launcher(tmp_path: Path, body: str) -> StdioTransport:

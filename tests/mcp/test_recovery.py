@@ -28,7 +28,14 @@ from agcore_tools import (
 )
 from agcore_tools.calls import model_text
 
-from .conftest import FAULTS, FaultServer, assert_group_gone, assert_no_stray_tasks, pid_alive
+from .conftest import (
+    FAULTS,
+    FaultServer,
+    assert_group_gone,
+    assert_no_stray_tasks,
+    pid_alive,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -36,13 +43,6 @@ pytestmark = pytest.mark.timeout(90)
 def fault_stdio(**options: Any) -> McpClient:
     options.setdefault("timeout", 20)
     return McpClient("faulty", StdioTransport(sys.executable, [str(FAULTS)]), **options)
-
-
-async def wait_until(condition: Any, what: str, seconds: float = 15) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
 
 
 # -- the policy -------------------------------------------------------------------------
@@ -98,17 +98,24 @@ async def test_a_server_killed_between_calls_is_started_again_by_the_next_call()
 async def test_a_call_in_flight_when_the_server_dies_is_sent_again_only_if_safe(
     tmp_path: Path, tool: str, retried: bool
 ) -> None:
-    marker = tmp_path / "started"
+    marker, release = tmp_path / "started", tmp_path / "release"
     client = fault_stdio()
     await client.connect()
-    call = asyncio.create_task(client.call_tool(tool, {"seconds": 0.5, "marker": str(marker)}))
+    # Held until the test releases it, not for a fixed time: a test descheduled for
+    # longer than the hold killed a server whose call had already ended.
+    held = {"seconds": 30, "marker": str(marker), "release": str(release)}
+    call = asyncio.create_task(client.call_tool(tool, held))
     await wait_until(marker.exists, "the call to start")
     marker.unlink()
-    assert client.pid is not None
-    os.kill(client.pid, signal.SIGKILL)
+    first = client.pid
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
     if retried:
-        assert await call == "held 0.5"
-        assert marker.exists()
+        await wait_until(marker.exists, "the call to be sent again")
+        assert client.pid != first
+        release.touch()
+        assert await call == "held 30.0"
+        assert marker.read_text() == "finished"
     else:
         with pytest.raises(McpError, match=r"connection lost \(was killed by signal 9\)") as info:
             await call
@@ -275,8 +282,11 @@ async def test_a_call_failed_by_the_liveness_ping_may_have_run_and_says_so(
     registry = ToolRegistry()
     for tool in client.into_tools():
         registry.register(tool)
-    marker = tmp_path / "started"
-    call = asyncio.create_task(registry.invoke("hold", {"seconds": 3, "marker": str(marker)}))
+    marker, release = tmp_path / "started", tmp_path / "release"
+    # Held until released (not 3 s): a test descheduled that long froze a server whose
+    # call had already ended, and the call did not fail.
+    held = {"seconds": 60, "marker": str(marker), "release": str(release)}
+    call = asyncio.create_task(registry.invoke("hold", held))
     await wait_until(marker.exists, "the call to start")
     fault_server.freeze()
     invocation = await call
@@ -291,6 +301,7 @@ async def test_a_call_failed_by_the_liveness_ping_may_have_run_and_says_so(
 
     # It did run: it wrote its marker before the freeze.
     fault_server.proc.send_signal(signal.SIGCONT)
+    release.touch()
     if protocol == "legacy":
         # Once resumed, the server runs it to its end (its session outlives the stream
         # the client gave up on). A 2026-07-28 server ends the call with its request's

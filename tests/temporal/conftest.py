@@ -264,8 +264,12 @@ def spawn(
 
 
 def calls(workdir: Path, run: str, tool: str | None = None) -> list[dict[str, str]]:
-    """The tool executions the workers logged for workflow ``run``."""
+    """The tool executions the workers logged for workflow ``run``.
+
+    Complete lines only: a worker's append is one write, but a read that meets it can
+    see the start of its line alone (the test polls this while the workers run)."""
     log = workdir / "calls.jsonl"
-    lines = log.read_text().splitlines() if log.exists() else []
+    text = log.read_text() if log.exists() else ""
+    lines = text[: text.rfind("\n") + 1].splitlines()
     found = [json.loads(line) for line in lines]
     return [c for c in found if c["run"] == run and (tool is None or c["tool"] == tool)]

@@ -42,7 +42,9 @@ def build_registry(workdir: Path, identity: str) -> ToolRegistry:
 
     def record(tool: str, ctx: ToolContext) -> None:
         line = json.dumps({"tool": tool, "run": ctx.session_id, "worker": identity})
-        with (workdir / "calls.jsonl").open("a") as log:  # one short append: atomic
+        # One short append: never interleaved with another worker's line (O_APPEND), but a
+        # reader can meet it half-written, so conftest.calls() reads complete lines only.
+        with (workdir / "calls.jsonl").open("a") as log:
             log.write(line + "\n")
 
     @registry.tool

@@ -44,7 +44,8 @@ certificate signed by CA).
 streams were opened, and how many ``tools/call`` requests the server
 accepted (``calls_seen``: answered with a 2xx). Tools added here: ``blob`` (a large text result), ``hold`` and
 ``hold_read`` (the same, but annotated read-only: safe to call twice), which write
-"started" to a marker file, wait, then write "finished" to it, and ``meet``, which
+"started" to a marker file, wait (a number of seconds, or until the test creates a
+``release`` file), then write "finished" to it, and ``meet``, which
 answers once that many calls of it are in at the same time.
 """
 
@@ -54,7 +55,9 @@ import argparse
 import asyncio
 import gzip
 import json
+import os
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -71,23 +74,38 @@ def blob(mebibytes: float) -> str:
     return "x" * int(mebibytes * 1024 * 1024)
 
 
-async def _hold(seconds: float, marker: str) -> str:
-    Path(marker).write_text("started")  # noqa: ASYNC240 - a few bytes, before the wait
-    await asyncio.sleep(seconds)
-    Path(marker).write_text("finished")  # noqa: ASYNC240 - proof that it ran to the end
+def _mark(marker: str, text: str) -> None:
+    """Write ``text`` to ``marker`` aside, then rename it: a test that sees the file
+    never reads it empty (``write_text`` creates the file, then writes)."""
+    part = Path(f"{marker}.{os.getpid()}.part")
+    part.write_text(text)
+    os.replace(part, marker)
+
+
+async def _hold(seconds: float, marker: str, release: str) -> str:
+    _mark(marker, "started")  # a few bytes, before the wait
+    if release:
+        # Ended by the test, not by a race with it: it creates `release` once it has
+        # done what must happen while the call runs (killed the first server, say).
+        end = time.monotonic() + seconds
+        while not Path(release).exists() and time.monotonic() < end:  # noqa: ASYNC110, ASYNC240 - polls a file
+            await asyncio.sleep(0.01)
+    else:
+        await asyncio.sleep(seconds)
+    _mark(marker, "finished")  # proof that it ran to the end
     return f"held {seconds}"
 
 
 @server.tool(structured_output=False)
-async def hold(seconds: float, marker: str) -> str:
-    """Write 'started' to `marker`, then wait."""
-    return await _hold(seconds, marker)
+async def hold(seconds: float, marker: str, release: str = "") -> str:
+    """Write 'started' to `marker`, then wait `seconds` (or until `release` exists)."""
+    return await _hold(seconds, marker, release)
 
 
 @server.tool(structured_output=False, annotations=ToolAnnotations(read_only_hint=True))
-async def hold_read(seconds: float, marker: str) -> str:
+async def hold_read(seconds: float, marker: str, release: str = "") -> str:
     """Like hold, but read-only (safe to call twice)."""
-    return await _hold(seconds, marker)
+    return await _hold(seconds, marker, release)
 
 
 class _Meeting:
