@@ -328,13 +328,14 @@ async def test_a_tools_own_timeout_bounds_its_wait_for_a_rate_turn() -> None:
 
 
 async def test_the_wait_for_a_turn_counts_against_the_tools_own_timeout() -> None:
-    # The second call waits about 1 s for its turn, leaving about 0.5 s of its 1.5 s to
-    # run: it used to get the whole 1.5 s after its wait. Its run never ends on its own,
-    # so a loaded machine's pauses only shorten what is left of it, never lengthen it.
+    # The second call waits about 1 s for its turn, leaving about 2 s of its 3 s to run:
+    # it used to get the whole 3 s after its wait. Its run never ends on its own, so a
+    # loaded machine's pauses only shorten what is left of it (a pause over 2 s, in its
+    # wait, would leave it none).
     registry = ToolRegistry()
     runs: list[float] = []
 
-    @registry.tool(policy=ToolPolicy(rate=RateLimit(1, per=1.0)), timeout=1.5)
+    @registry.tool(policy=ToolPolicy(rate=RateLimit(1, per=1.0)), timeout=3.0)
     async def fetch(n: int) -> int:
         """Fetch; the second call never finishes."""
         if n == 1:
@@ -350,9 +351,9 @@ async def test_the_wait_for_a_turn_counts_against_the_tools_own_timeout() -> Non
     first, second = await asyncio.wait_for(batch, 10)
     assert first.output == 1
     assert isinstance(second.error, ToolTimeoutError) and second.may_have_run is True
-    assert str(second.error).startswith("tool 'fetch' failed: timed out after 1.5 s; it may")
+    assert str(second.error).startswith("tool 'fetch' failed: timed out after 3 s; it may")
     [ran] = runs
-    assert ran < 1.2  # about 0.5 s; 1.5 s when the wait was not counted
+    assert ran < 2.5  # about 2 s; 3 s when the wait was not counted
 
 
 async def test_a_rate_limit_spaces_calls_evenly_after_the_burst() -> None:
