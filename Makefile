@@ -200,10 +200,12 @@ typecheck: $(STAMP)
 # and Temporal's (the rest); pytest's own process keeps about one core busy. So the
 # suite runs as three parts of about the same length, side by side, each printing its
 # report when it ends: the real servers with the slowest MCP files and Temporal's, the
-# other MCP files, and the rest.
+# other MCP files, and the rest with the MCP files of restarts and recovery.
 UNIT_MARKERS := not interop and not real_snippets and not llama_server
-MCP_WITH_REAL := tests/mcp/test_client.py tests/mcp/test_conformance.py \
-  tests/mcp/test_faults.py tests/mcp/test_recovery.py
+MCP_WITH_REAL := tests/mcp/test_client.py tests/mcp/test_conformance.py
+# What unit-rest runs beside its own files, for the same balance: the MCP files of
+# restarts and recovery.
+MCP_WITH_REST := tests/mcp/test_faults.py tests/mcp/test_recovery.py
 # What unit-real runs beside tests/real: the slowest MCP files, and Temporal's.
 WITH_REAL := $(MCP_WITH_REAL) tests/temporal
 unit: $(STAMP)
@@ -218,11 +220,12 @@ unit-real: $(STAMP)
 	  tests/real $(WITH_REAL)
 
 unit-mcp: $(STAMP)
-	$(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" tests/mcp $(addprefix --ignore=,$(MCP_WITH_REAL))
+	$(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" tests/mcp \
+	  $(addprefix --ignore=,$(MCP_WITH_REAL) $(MCP_WITH_REST))
 
 unit-rest: $(STAMP)
-	$(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" --ignore=tests/real --ignore=tests/mcp \
-	  --ignore=tests/temporal
+	$(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" --ignore=tests/real --ignore=tests/temporal \
+	  $(addprefix --ignore=,$(filter-out $(MCP_WITH_REST),$(wildcard tests/mcp/test_*.py)))
 
 # The files unit-real runs beside tests/real, alone (for test-py3.X).
 unit-mcp-slow: $(STAMP)
